@@ -1,0 +1,196 @@
+// SPDX-License-Identifier: Apache-2.0
+// Device memory: free/total queries, the out-of-memory check, allocation (unified / device /
+// host) and the residency protocol between host code and kernels for unified buffers.
+#include <backend/runtime/state.hpp>
+
+#include <cstdio>
+#include <cstdlib>
+#include <string>
+
+#include <unistd.h>
+
+namespace tessera::detail::rt {
+namespace {
+
+constexpr std::size_t alignment = 256;  // what cudaMalloc gives; vector loads need >= 16
+
+// MemAvailable counts reclaimable page cache, which is what a new allocation can really get;
+// sysconf's free pages would report a busy machine as nearly full.
+void host_memory(std::size_t& free, std::size_t& total) {
+  free = total = 0;
+  if (std::FILE* f = std::fopen("/proc/meminfo", "r")) {
+    char line[256];
+    unsigned long long kib = 0;
+    int found = 0;
+    while (found != 3 && std::fgets(line, sizeof line, f) != nullptr) {
+      if (std::sscanf(line, "MemTotal: %llu kB", &kib) == 1) {
+        total = static_cast<std::size_t>(kib) * 1024;
+        found |= 1;
+      } else if (std::sscanf(line, "MemAvailable: %llu kB", &kib) == 1) {
+        free = static_cast<std::size_t>(kib) * 1024;
+        found |= 2;
+      }
+    }
+    std::fclose(f);
+    if (found == 3) return;
+  }
+  const long page = sysconf(_SC_PAGESIZE);
+  const long pages = sysconf(_SC_PHYS_PAGES);
+  const long avail = sysconf(_SC_AVPHYS_PAGES);
+  total = pages > 0 && page > 0 ? static_cast<std::size_t>(pages) * static_cast<std::size_t>(page) : 0;
+  free = avail > 0 && page > 0 ? static_cast<std::size_t>(avail) * static_cast<std::size_t>(page) : 0;
+}
+
+[[noreturn]] void throw_oom(int device_id, std::size_t bytes) {
+  std::size_t free = 0, total = 0;
+  memory_info(device_id, free, total);
+  throw out_of_memory(bytes, free, total, device_id, info(device_id).name);
+}
+
+#if TESSERA_HAS_CUDA
+cudaMemLocation location_of(int ordinal) {
+  cudaMemLocation loc{};
+  loc.type = cudaMemLocationTypeDevice;
+  loc.id = ordinal;
+  return loc;
+}
+
+// CUDA 13 takes a cudaMemLocation where CUDA 12 took a device ordinal.
+void advise(const void* p, std::size_t bytes, cudaMemoryAdvise advice, int ordinal) {
+#if CUDART_VERSION >= 13000
+  cuda_check(cudaMemAdvise(p, bytes, advice, location_of(ordinal)), "cudaMemAdvise", ordinal);
+#else
+  cuda_check(cudaMemAdvise(p, bytes, advice, ordinal), "cudaMemAdvise", ordinal);
+#endif
+}
+
+void prefetch(const void* p, std::size_t bytes, int ordinal, cudaStream_t s) {
+#if CUDART_VERSION >= 13000
+  cuda_check(cudaMemPrefetchAsync(p, bytes, location_of(ordinal), 0, s), "cudaMemPrefetchAsync", ordinal);
+#else
+  cuda_check(cudaMemPrefetchAsync(p, bytes, ordinal, s), "cudaMemPrefetchAsync", ordinal);
+#endif
+}
+
+void* allocate_gpu(int d, std::size_t bytes, memory kind) {
+  device_guard guard(d);
+  void* p = nullptr;
+  const cudaError_t e = kind == memory::unified ? cudaMallocManaged(&p, bytes, cudaMemAttachGlobal)
+                                                : cudaMalloc(&p, bytes);
+  if (e == cudaErrorMemoryAllocation) {  // lost a race with another allocation after check_free
+    (void)cudaGetLastError();
+    throw_oom(d, bytes);
+  }
+  cuda_check(e, kind == memory::unified ? "cudaMallocManaged" : "cudaMalloc", d);
+  if (kind == memory::unified && gpu(d).concurrent_managed) {
+    try {
+      advise(p, bytes, cudaMemAdviseSetPreferredLocation, d);
+      advise(p, bytes, cudaMemAdviseSetAccessedBy, d);
+      // Populates the pages on the owner now, in stream order, so the first kernel does not
+      // page-fault its way through a fresh buffer.
+      prefetch(p, bytes, d, gpu(d).stream);
+    } catch (...) {
+      (void)cudaFree(p);
+      throw;
+    }
+  }
+  return p;
+}
+#endif
+
+}  // namespace
+
+void memory_info(int device_id, std::size_t& free, std::size_t& total) {
+  (void)info(device_id);
+#if TESSERA_HAS_CUDA
+  if (is_gpu(get(), device_id)) {
+    device_guard guard(device_id);
+    cuda_check(cudaMemGetInfo(&free, &total), "cudaMemGetInfo", device_id);
+    return;
+  }
+#endif
+  host_memory(free, total);
+}
+
+void check_free(int device_id, std::size_t bytes) {
+  std::size_t free = 0, total = 0;
+  memory_info(device_id, free, total);
+  if (bytes > free) throw out_of_memory(bytes, free, total, device_id, info(device_id).name);
+}
+
+void* allocate(int device_id, std::size_t bytes, memory kind) {
+  (void)info(device_id);
+  if (bytes == 0) return nullptr;
+  check_free(device_id, bytes);
+#if TESSERA_HAS_CUDA
+  if (is_gpu(get(), device_id)) return allocate_gpu(device_id, bytes, kind);
+#endif
+  (void)kind;
+  const std::size_t rounded = (bytes + alignment - 1) / alignment * alignment;
+  if (rounded < bytes) throw_oom(device_id, bytes);  // overflow of the rounding
+  void* p = std::aligned_alloc(alignment, rounded);
+  if (p == nullptr) throw_oom(device_id, bytes);
+  return p;
+}
+
+void deallocate(int device_id, void* p, std::size_t bytes, memory kind) noexcept {
+  (void)bytes, (void)kind;
+  if (p == nullptr) return;
+#if TESSERA_HAS_CUDA
+  if (is_gpu(get(), device_id)) {
+    // cudaFree waits for the device, which is what lets arrays die while kernels that read
+    // them are still queued. Errors (e.g. the runtime already unloaded at exit) are dropped:
+    // there is nothing a destructor could do about them.
+    (void)cudaFree(p);
+    (void)cudaGetLastError();
+    return;
+  }
+#else
+  (void)device_id;
+#endif
+  std::free(p);
+}
+
+void make_resident(buffer& b) {
+  if (!b.host_touched.load(std::memory_order_relaxed)) return;
+  // exchange: only one of several racing launches issues the prefetch.
+  if (!b.host_touched.exchange(false, std::memory_order_acq_rel)) return;
+#if TESSERA_HAS_CUDA
+  if (b.kind == memory::unified && b.ptr != nullptr && is_gpu(get(), b.device) && gpu(b.device).concurrent_managed) {
+    try {
+      device_guard guard(b.device);
+      prefetch(b.ptr, b.bytes, b.device, gpu(b.device).stream);
+    } catch (...) {
+      b.host_touched.store(true, std::memory_order_release);
+      throw;
+    }
+  }
+#endif
+}
+
+void* host_access(buffer& b) {
+#if TESSERA_HAS_CUDA
+  if (is_gpu(get(), b.device)) {
+    if (b.kind == memory::device)
+      throw invalid_argument("tessera: host code cannot read or write memory::device storage on " +
+                             info(b.device).name +
+                             " directly; copy it with to_host(a) or read one element with a.at(...), or allocate "
+                             "the array with memory::unified");
+    gpu_state& g = gpu(b.device);
+    if (g.concurrent_managed) {
+      cuda_check(cudaStreamSynchronize(g.stream), "cudaStreamSynchronize", b.device);
+    } else {
+      // Without concurrent managed access the host may not touch managed memory while any
+      // kernel runs on the device, whatever its stream.
+      device_guard guard(b.device);
+      cuda_check(cudaDeviceSynchronize(), "cudaDeviceSynchronize", b.device);
+    }
+    b.host_touched.store(true, std::memory_order_release);
+    return b.ptr;
+  }
+#endif
+  (void)info(b.device);
+  return b.ptr;
+}
+
+}  // namespace tessera::detail::rt

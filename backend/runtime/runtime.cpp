@@ -1,0 +1,356 @@
+// SPDX-License-Identifier: Apache-2.0
+// The device table, the default device set, the current device, streams and synchronization.
+#include <backend/runtime/state.hpp>
+#include <tessera/device.hpp>
+
+#include <cstdlib>
+#include <cstring>
+#include <string>
+#include <string_view>
+
+namespace tessera {
+namespace detail::rt {
+namespace {
+
+// The thread's current Tessera device id (-1: the first device of the default set).
+thread_local int tl_current = -1;
+
+#if TESSERA_HAS_CUDA
+// The thread's CUDA device as last set or read by the runtime (-1: not known yet). Lets
+// set_device skip cudaSetDevice when nothing changes.
+thread_local int tl_cuda_device = -1;
+
+bool debug_sync() {
+  static const bool on = [] {
+    const char* v = std::getenv("TESSERA_DEBUG_SYNC");
+    return v != nullptr && std::strcmp(v, "1") == 0;
+  }();
+  return on;
+}
+#endif
+
+[[noreturn]] void throw_bad_device(int device_id) {
+  const state& s = get();
+  const int g = s.gpu_count, h = s.host_count.load();
+  throw invalid_argument("tessera: no device with id " + std::to_string(device_id) + "; the device table holds " +
+                         std::to_string(g) + " GPU(s) (ids 0.." + std::to_string(g) + ") and " + std::to_string(h) +
+                         " host device(s) (ids " + std::to_string(g) + ".." + std::to_string(g + h) +
+                         ", half-open); a default-constructed Device has id -1");
+}
+
+#if TESSERA_HAS_CUDA
+// Everything about GPUs that the constructor learns; a failure throws and the next get()
+// retries the whole initialization.
+void init_gpus(state& s) {
+  int count = 0;
+  // No driver, no device or CUDA_VISIBLE_DEVICES="" all mean: host devices only.
+  if (cudaGetDeviceCount(&count) != cudaSuccess || count <= 0) {
+    (void)cudaGetLastError();
+    return;
+  }
+  int original = 0;
+  cuda_check(cudaGetDevice(&original), "cudaGetDevice", original);
+  s.gpus = std::make_unique<gpu_state[]>(static_cast<std::size_t>(count));
+  for (int d = 0; d < count; ++d) {
+    cudaDeviceProp prop{};
+    cuda_check(cudaGetDeviceProperties(&prop, d), "cudaGetDeviceProperties", d);
+    int concurrent = 0;
+    cuda_check(cudaDeviceGetAttribute(&concurrent, cudaDevAttrConcurrentManagedAccess, d), "cudaDeviceGetAttribute", d);
+    cuda_check(cudaSetDevice(d), "cudaSetDevice", d);
+    gpu_state& g = s.gpus[static_cast<std::size_t>(d)];
+    cuda_check(cudaStreamCreateWithFlags(&g.stream, cudaStreamNonBlocking), "cudaStreamCreateWithFlags", d);
+    g.concurrent_managed = concurrent != 0;
+    s.table.push_back({device_kind::cuda, d, "cuda:" + std::to_string(d) + " (" + prop.name + ")",
+                       prop.multiProcessorCount, static_cast<std::size_t>(prop.l2CacheSize)});
+  }
+  s.paths.assign(static_cast<std::size_t>(count) * static_cast<std::size_t>(count), copy_path::host_staged);
+  for (int a = 0; a < count; ++a) {
+    cuda_check(cudaSetDevice(a), "cudaSetDevice", a);
+    for (int b = 0; b < count; ++b) {
+      copy_path& path = s.paths[static_cast<std::size_t>(a * count + b)];
+      if (a == b) {
+        path = copy_path::self;
+        continue;
+      }
+      int can = 0;
+      cuda_check(cudaDeviceCanAccessPeer(&can, a, b), "cudaDeviceCanAccessPeer", a);
+      if (!can) continue;
+      const cudaError_t e = cudaDeviceEnablePeerAccess(b, 0);
+      if (e == cudaErrorTooManyPeers) {  // PCIe boxes cap peers per device: stage via host
+        (void)cudaGetLastError();
+        continue;
+      }
+      if (e != cudaErrorPeerAccessAlreadyEnabled) cuda_check(e, "cudaDeviceEnablePeerAccess", a);
+      (void)cudaGetLastError();
+      int atomics = 0;
+      cuda_check(cudaDeviceGetP2PAttribute(&atomics, cudaDevP2PAttrNativeAtomicSupported, a, b),
+                 "cudaDeviceGetP2PAttribute", a);
+      // Native peer atomics are an NVLink (or C2C) property; plain PCIe P2P lacks them.
+      path = atomics ? copy_path::nvlink : copy_path::pcie;
+    }
+  }
+  cuda_check(cudaSetDevice(original), "cudaSetDevice", original);
+  tl_cuda_device = original;
+  s.gpu_count = count;
+}
+#endif
+
+// The default device set, chosen once from the environment. An invalid environment is kept
+// as an error that every devices() call reports, so gpus() and host_devices() still work.
+struct default_choice {
+  DeviceSet set;
+  std::string error;
+  bool invalid_value = false;
+};
+
+default_choice choose_default() {
+  default_choice c;
+  const char* backend_env = std::getenv("TESSERA_BACKEND");
+  const std::string backend = backend_env ? backend_env : "";
+  if (backend != "" && backend != "auto" && backend != "host" && backend != "cuda") {
+    c.error = "tessera: TESSERA_BACKEND=" + backend + " is not a backend; accepted values are host, cuda and auto "
+              "(or unset: every visible GPU, else host devices)";
+    c.invalid_value = true;
+    return c;
+  }
+  const DeviceSet gpu_set = gpus();
+  if (backend == "cuda" && gpu_set.empty()) {
+    c.error = built_with_cuda()
+                  ? "tessera: TESSERA_BACKEND=cuda but no GPU is visible (cudaGetDeviceCount found none; check the "
+                    "driver and CUDA_VISIBLE_DEVICES), unset it or use TESSERA_BACKEND=host"
+                  : "tessera: TESSERA_BACKEND=cuda but this Tessera was built without CUDA (TESSERA_ENABLE_CUDA=OFF "
+                    "or no nvcc at configure time); unset it or use TESSERA_BACKEND=host";
+    return c;
+  }
+  if (backend != "host" && !gpu_set.empty()) {
+    c.set = gpu_set;
+    return c;
+  }
+  int n = 1;
+  if (const char* v = std::getenv("TESSERA_HOST_DEVICES"); v != nullptr && *v != '\0') {
+    char* end = nullptr;
+    const long parsed = std::strtol(v, &end, 10);
+    if (*end != '\0' || parsed < 1 || parsed > max_host_devices) {
+      c.error = std::string("tessera: TESSERA_HOST_DEVICES=") + v + " is not a device count; expected an integer from 1 to " +
+                std::to_string(max_host_devices);
+      c.invalid_value = true;
+      return c;
+    }
+    n = static_cast<int>(parsed);
+  }
+  c.set = host_devices(n);
+  return c;
+}
+
+const default_choice& default_devices() {
+  static const default_choice c = choose_default();
+  if (!c.error.empty()) {
+    if (c.invalid_value) throw invalid_argument(c.error);
+    throw error(c.error);
+  }
+  return c;
+}
+
+}  // namespace
+
+state::state() {
+#if TESSERA_HAS_CUDA
+  init_gpus(*this);
+#endif
+  for (int h = 0; h < max_host_devices; ++h)
+    table.push_back({device_kind::host, h, "host:" + std::to_string(h), 0, 0});
+}
+
+state& get() {
+  static state* s = new state();  // leaked on purpose, see state.hpp
+  return *s;
+}
+
+#if TESSERA_HAS_CUDA
+void cuda_check(cudaError_t e, const char* call, int ordinal) {
+  if (e == cudaSuccess) return;
+  (void)cudaGetLastError();
+  throw backend_error(std::string("tessera: ") + call + " failed on device cuda:" + std::to_string(ordinal) + ": " +
+                      cudaGetErrorName(e) + " (" + cudaGetErrorString(e) + ")");
+}
+
+device_guard::device_guard(int ordinal) : previous_(tl_cuda_device), ordinal_(ordinal) {
+  if (previous_ < 0) {
+    cuda_check(cudaGetDevice(&previous_), "cudaGetDevice", ordinal);
+    tl_cuda_device = previous_;
+  }
+  if (previous_ != ordinal) {
+    cuda_check(cudaSetDevice(ordinal), "cudaSetDevice", ordinal);
+    tl_cuda_device = ordinal;
+  }
+}
+
+device_guard::~device_guard() {
+  if (previous_ != ordinal_ && cudaSetDevice(previous_) == cudaSuccess) tl_cuda_device = previous_;
+  (void)cudaGetLastError();
+}
+#endif
+
+bool built_with_cuda() { return TESSERA_HAS_CUDA != 0; }
+
+int device_count() {
+  const state& s = get();
+  return s.gpu_count + s.host_count.load(std::memory_order_acquire);
+}
+
+const device_info& info(int device_id) {
+  const state& s = get();
+  if (device_id < 0 || device_id >= s.gpu_count + s.host_count.load(std::memory_order_acquire))
+    throw_bad_device(device_id);
+  return s.table[static_cast<std::size_t>(device_id)];
+}
+
+bool can_access_peer(int device_id, int peer_id) {
+  const state& s = get();
+  (void)info(device_id);
+  (void)info(peer_id);
+  if (!is_gpu(s, device_id) || !is_gpu(s, peer_id) || device_id == peer_id) return false;
+  const copy_path p = s.paths[static_cast<std::size_t>(device_id * s.gpu_count + peer_id)];
+  return p == copy_path::nvlink || p == copy_path::pcie;
+}
+
+void* stream(int device_id) {
+  (void)info(device_id);
+#if TESSERA_HAS_CUDA
+  if (is_gpu(get(), device_id)) return gpu(device_id).stream;
+#endif
+  return nullptr;
+}
+
+void set_device(int device_id) {
+#if TESSERA_HAS_CUDA
+  if (device_id >= 0 && device_id < get().gpu_count) {
+    if (tl_cuda_device != device_id) {  // GPU id == CUDA ordinal
+      cuda_check(cudaSetDevice(device_id), "cudaSetDevice", device_id);
+      tl_cuda_device = device_id;
+    }
+    return;
+  }
+#endif
+  (void)info(device_id);  // validates; host devices need no setting
+}
+
+int get_cuda_device() {
+#if TESSERA_HAS_CUDA
+  if (get().gpu_count == 0) return -1;
+  int d = 0;
+  // Asks CUDA rather than the cache: user code may have called cudaSetDevice directly.
+  cuda_check(cudaGetDevice(&d), "cudaGetDevice", tl_cuda_device < 0 ? 0 : tl_cuda_device);
+  tl_cuda_device = d;
+  return d;
+#else
+  return -1;
+#endif
+}
+
+void restore_cuda_device(int ordinal) {
+#if TESSERA_HAS_CUDA
+  if (ordinal < 0 || get().gpu_count == 0) return;
+  cuda_check(cudaSetDevice(ordinal), "cudaSetDevice", ordinal);
+  tl_cuda_device = ordinal;
+#else
+  (void)ordinal;
+#endif
+}
+
+void synchronize_device(int device_id) {
+  (void)info(device_id);
+#if TESSERA_HAS_CUDA
+  if (is_gpu(get(), device_id))
+    cuda_check(cudaStreamSynchronize(gpu(device_id).stream), "cudaStreamSynchronize", device_id);
+#endif
+}
+
+void check_launch(int device_id, int shard, const char* what) {
+#if TESSERA_HAS_CUDA
+  if (!is_gpu(get(), device_id)) return;  // host executors report errors by throwing directly
+  auto fail = [&](cudaError_t e, const char* when) {
+    throw backend_error(std::string("tessera: kernel launch `") + what + "` failed " + when + " on device cuda:" +
+                        std::to_string(device_id) + " (shard " + std::to_string(shard) + "): " + cudaGetErrorName(e) +
+                        " (" + cudaGetErrorString(e) + ")");
+  };
+  if (const cudaError_t e = cudaGetLastError(); e != cudaSuccess) fail(e, "to launch");
+  if (debug_sync()) {
+    const cudaError_t e = cudaStreamSynchronize(gpu(device_id).stream);
+    (void)cudaGetLastError();
+    if (e != cudaSuccess) fail(e, "while running (TESSERA_DEBUG_SYNC=1)");
+  }
+#else
+  (void)device_id, (void)shard, (void)what;
+#endif
+}
+
+}  // namespace detail::rt
+
+// -- public API (tessera/device.hpp) ----------------------------------------------------------
+
+device_kind Device::kind() const { return detail::rt::info(id_).kind; }
+int Device::ordinal() const { return detail::rt::info(id_).ordinal; }
+std::string Device::name() const {
+  const auto& i = detail::rt::info(id_);
+  return (i.kind == device_kind::cuda ? "cuda:" : "host:") + std::to_string(i.ordinal);
+}
+
+DeviceSet devices() { return detail::rt::default_devices().set; }
+
+DeviceSet host_devices(int n) {
+  using namespace detail::rt;
+  if (n < 0 || n > max_host_devices)
+    throw invalid_argument("tessera: host_devices(" + std::to_string(n) + "): expected 0 to " +
+                           std::to_string(max_host_devices) + " host devices");
+  state& s = get();
+  int have = s.host_count.load(std::memory_order_acquire);
+  // Entries are pre-filled, so "creating" a host device only publishes a larger count.
+  while (have < n && !s.host_count.compare_exchange_weak(have, n, std::memory_order_acq_rel)) {
+  }
+  DeviceSet set;
+  set.reserve(static_cast<std::size_t>(n));
+  for (int h = 0; h < n; ++h) set.emplace_back(s.gpu_count + h);
+  return set;
+}
+
+DeviceSet gpus() {
+  DeviceSet set;
+  const int g = detail::rt::get().gpu_count;
+  for (int d = 0; d < g; ++d) set.emplace_back(d);
+  return set;
+}
+
+bool cuda_backend() {
+  const DeviceSet& set = detail::rt::default_devices().set;
+  return !set.empty() && set.front().kind() == device_kind::cuda;
+}
+
+Device current_device() {
+  if (detail::rt::tl_current >= 0) return Device(detail::rt::tl_current);
+  return detail::rt::default_devices().set.front();
+}
+
+void synchronize() {
+  const int g = detail::rt::get().gpu_count;
+  for (int d = 0; d < g; ++d) detail::rt::synchronize_device(d);
+}
+
+void synchronize(Device d) { detail::rt::synchronize_device(d.id()); }
+
+DeviceScope::DeviceScope(Device d) : previous_(detail::rt::tl_current) {
+  detail::rt::set_device(d.id());  // validates the id; cudaSetDevice for GPUs
+  detail::rt::tl_current = d.id();
+}
+
+DeviceScope::~DeviceScope() {
+  detail::rt::tl_current = previous_.id();
+  try {
+    const Device back = previous_.id() >= 0 ? previous_ : detail::rt::default_devices().set.front();
+    detail::rt::set_device(back.id());
+  } catch (...) {
+    // A destructor must not throw; the CUDA device stays where the scope put it.
+  }
+}
+
+}  // namespace tessera

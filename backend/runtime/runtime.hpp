@@ -1,0 +1,102 @@
+// SPDX-License-Identifier: Apache-2.0
+// Tessera runtime: the device table, memory, streams and host transfers. This header makes
+// no CUDA call and includes no CUDA header, so dsl/ may include it; runtime.cpp holds every
+// cuda* call of the runtime.
+#pragma once
+#include <tessera/device.hpp>
+#include <tessera/error.hpp>
+
+#include <atomic>
+#include <cstddef>
+#include <cstdint>
+#include <string>
+
+namespace tessera {
+
+// Where an array's shards live. unified: CUDA managed memory advised to and prefetched on
+// the owner (host memory on host devices); device: cudaMalloc (host memory on host devices).
+enum class memory { unified, device };
+
+namespace detail::rt {
+
+struct device_info {
+  device_kind kind;
+  int ordinal;              // CUDA ordinal, or host device index
+  std::string name;         // "cuda:0 (NVIDIA H200)" / "host:0"
+  int sm_count;             // 0 on host devices
+  std::size_t l2_bytes;     // 0 on host devices
+};
+
+// True when this library was built with CUDA support.
+bool built_with_cuda();
+// Number of entries in the device table (GPUs + host devices created so far).
+int device_count();
+// Host devices are created on demand up to this many (host_devices(n) with n above it throws).
+inline constexpr int max_host_devices = 64;
+// The entry of a device; throws invalid_argument for an id outside the table. Lock-free: the
+// table is filled once at initialization and never moves.
+const device_info& info(int device_id);
+// True when `device_id` can read and write memory of `peer_id` directly (peer access enabled
+// at initialization between GPUs; false for host devices and for a device with itself).
+bool can_access_peer(int device_id, int peer_id);
+
+// -- memory -------------------------------------------------------------------------------
+// Free and total bytes of a device (host devices: MemAvailable and MemTotal).
+void memory_info(int device_id, std::size_t& free, std::size_t& total);
+// Throws out_of_memory when `bytes` exceed the free memory of `device_id`. allocate() calls it;
+// callers that allocate on several devices check all of them first.
+void check_free(int device_id, std::size_t bytes);
+// Allocates `bytes` (256-byte aligned) on the device. Unified memory is advised to prefer the
+// owner and prefetched there on the owner's stream. bytes == 0 returns nullptr.
+void* allocate(int device_id, std::size_t bytes, memory kind);
+void deallocate(int device_id, void* p, std::size_t bytes, memory kind) noexcept;
+
+// One allocation on one device. `host_touched` records that host code may have pulled pages
+// of a unified buffer to the host; the next launch that reads or writes it prefetches it back.
+struct buffer {
+  buffer(int dev, std::size_t n_bytes, memory k)
+      : device(dev), bytes(n_bytes), kind(k), ptr(allocate(dev, n_bytes, k)) {}
+  ~buffer() { deallocate(device, ptr, bytes, kind); }
+  buffer(const buffer&) = delete;
+  buffer& operator=(const buffer&) = delete;
+  int device;
+  std::size_t bytes;
+  memory kind;
+  void* ptr;
+  std::atomic<bool> host_touched{false};
+};
+
+// Before a launch on the owner: if host code touched the buffer, prefetch it back (stream
+// ordered, no host wait) and clear the flag. No-op for device memory and host devices.
+void make_resident(buffer& b);
+// Gives host code direct access to a unified buffer: waits for the owner's stream and marks
+// the buffer as touched. Throws for memory::device on a GPU.
+void* host_access(buffer& b);
+
+// -- streams ------------------------------------------------------------------------------
+// The device's stream as an opaque pointer (cudaStream_t on GPUs, nullptr on host devices).
+void* stream(int device_id);
+// Makes `device_id` current for CUDA runtime calls made by this thread (no-op on host).
+void set_device(int device_id);
+// Current CUDA device of this thread, to restore it after work (-1 on host-only builds).
+int get_cuda_device();
+void restore_cuda_device(int ordinal);
+void synchronize_device(int device_id);
+// Throws backend_error naming the kernel launch, the device and the shard if the last launch
+// on this thread failed; in TESSERA_DEBUG_SYNC=1 mode also synchronizes the stream.
+void check_launch(int device_id, int shard, const char* what);
+
+// -- host transfers (through pinned staging buffers; each call waits for the copy) ------------
+// Each GPU owns two pinned staging chunks of this size (allocated on its first transfer); a
+// larger transfer is split into chunks and double-buffered.
+inline constexpr std::size_t staging_chunk_bytes = std::size_t(16) << 20;
+// Copies `height` rows of `width` bytes from device memory to host memory; rows start every
+// `src_pitch` bytes on the device and every `dst_pitch` bytes on the host. Ordered after the
+// work already queued on the device's stream.
+void copy_to_host(int device_id, void* dst, std::size_t dst_pitch, const void* src,
+                  std::size_t src_pitch, std::size_t width, std::size_t height);
+void copy_from_host(int device_id, void* dst, std::size_t dst_pitch, const void* src,
+                    std::size_t src_pitch, std::size_t width, std::size_t height);
+
+}  // namespace detail::rt
+}  // namespace tessera

@@ -1,0 +1,82 @@
+// SPDX-License-Identifier: Apache-2.0
+// Private to backend/runtime: the runtime's state and the helpers its .cpp files share. Only
+// these .cpp files include it, so the CUDA header stays out of everything else.
+#pragma once
+#include <backend/runtime/runtime.hpp>
+
+#include <memory>
+#include <mutex>
+#include <string>
+#include <vector>
+
+#ifndef TESSERA_HAS_CUDA
+#define TESSERA_HAS_CUDA 0
+#endif
+#if TESSERA_HAS_CUDA
+#include <cuda_runtime.h>
+#endif
+
+namespace tessera::detail::rt {
+
+// How bytes move between two GPUs, decided once at initialization.
+enum class copy_path { self, nvlink, pcie, host_staged };
+
+#if TESSERA_HAS_CUDA
+struct gpu_state {
+  cudaStream_t stream = nullptr;
+  bool concurrent_managed = false;  // false: no advise/prefetch, host access needs a device sync
+  // Staging is per device so transfers to different GPUs proceed in parallel; the mutex
+  // serializes transfers of one device because they share the two chunks.
+  std::mutex staging_mutex;
+  char* staging = nullptr;  // 2 * staging_chunk_bytes of pinned memory
+  cudaEvent_t chunk_done[2] = {nullptr, nullptr};
+};
+#endif
+
+struct state {
+  state();
+  state(const state&) = delete;
+  state& operator=(const state&) = delete;
+
+  int gpu_count = 0;
+  // gpu_count + max_host_devices entries, all filled in the constructor and never modified,
+  // so readers need no lock; host_count says how many host entries were handed out.
+  std::vector<device_info> table;
+  std::atomic<int> host_count{0};
+  std::vector<copy_path> paths;  // gpu_count * gpu_count, row = source device
+#if TESSERA_HAS_CUDA
+  std::unique_ptr<gpu_state[]> gpus;
+#endif
+};
+
+// The process-wide state, initialized on first use and deliberately leaked: destroying
+// streams or freeing pinned memory after the CUDA runtime has unloaded (static destruction
+// order) fails, and user statics may still free buffers at exit.
+state& get();
+
+inline bool is_gpu(const state& s, int device_id) { return device_id >= 0 && device_id < s.gpu_count; }
+
+#if TESSERA_HAS_CUDA
+inline gpu_state& gpu(int device_id) { return get().gpus[static_cast<std::size_t>(device_id)]; }
+
+// Throws backend_error "tessera: <call> failed on device cuda:N: <error>" and clears the
+// thread's last-error slot, so the next check_launch does not report this failure again.
+void cuda_check(cudaError_t e, const char* call, int ordinal);
+
+// Makes `ordinal` the thread's CUDA device for the scope and restores the previous one, so a
+// runtime call never leaves the caller's device changed behind its back. Uses the thread's
+// cached device: no CUDA call at all when the device is already current.
+class device_guard {
+ public:
+  explicit device_guard(int ordinal);
+  ~device_guard();
+  device_guard(const device_guard&) = delete;
+  device_guard& operator=(const device_guard&) = delete;
+
+ private:
+  int previous_;
+  int ordinal_;
+};
+#endif
+
+}  // namespace tessera::detail::rt

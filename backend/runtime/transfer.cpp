@@ -1,0 +1,153 @@
+// SPDX-License-Identifier: Apache-2.0
+// Host <-> device transfers of 2-D pitched regions. GPUs go through two pinned staging chunks
+// per device (the DMA engine only reaches full speed from pinned memory, and user buffers are
+// pageable), double-buffered so host-side packing overlaps the copy engine.
+#include <backend/runtime/state.hpp>
+
+#include <algorithm>
+#include <cstring>
+#include <string>
+
+namespace tessera::detail::rt {
+namespace {
+
+// One staged piece of a transfer: `rows` rows from `row`, bytes [col, col + bytes) of each.
+struct piece {
+  std::size_t row, rows, col, bytes;
+};
+
+// Whole rows per piece when a row fits a chunk, else slices of one row.
+template <class F>
+void for_each_piece(std::size_t width, std::size_t height, F&& f) {
+  constexpr std::size_t cap = staging_chunk_bytes;
+  if (width <= cap) {
+    const std::size_t per = cap / width;
+    for (std::size_t r = 0; r < height; r += per) f(piece{r, std::min(per, height - r), 0, width});
+  } else {
+    for (std::size_t r = 0; r < height; ++r)
+      for (std::size_t c = 0; c < width; c += cap) f(piece{r, 1, c, std::min(cap, width - c)});
+  }
+}
+
+// Validates the region and folds a fully contiguous one into a single row, so that a copy of
+// many narrow rows does not become a slow many-row 2-D DMA.
+bool normalize(const char* what, int device_id, std::size_t& dst_pitch, std::size_t& src_pitch, std::size_t& width,
+               std::size_t& height) {
+  (void)info(device_id);
+  if (width == 0 || height == 0) return false;
+  if (height > 1 && (dst_pitch < width || src_pitch < width))
+    throw invalid_argument(std::string("tessera: ") + what + ": a pitch (dst " + std::to_string(dst_pitch) + ", src " +
+                           std::to_string(src_pitch) + " bytes) is smaller than the row width (" +
+                           std::to_string(width) + " bytes)");
+  if (height == 1 || (dst_pitch == width && src_pitch == width)) {
+    width *= height;
+    height = 1;
+    dst_pitch = src_pitch = width;
+  }
+  return true;
+}
+
+void host_copy(char* dst, std::size_t dst_pitch, const char* src, std::size_t src_pitch, std::size_t width,
+               std::size_t height) {
+  for (std::size_t r = 0; r < height; ++r) std::memcpy(dst + r * dst_pitch, src + r * src_pitch, width);
+}
+
+#if TESSERA_HAS_CUDA
+// Locks the device's staging chunks, allocating them and their events on first use.
+std::unique_lock<std::mutex> lock_staging(int d) {
+  gpu_state& g = gpu(d);
+  std::unique_lock<std::mutex> lock(g.staging_mutex);
+  if (g.staging == nullptr) {
+    device_guard guard(d);
+    void* p = nullptr;
+    cuda_check(cudaHostAlloc(&p, 2 * staging_chunk_bytes, cudaHostAllocPortable), "cudaHostAlloc", d);
+    for (cudaEvent_t& e : g.chunk_done) {
+      if (e == nullptr) cuda_check(cudaEventCreateWithFlags(&e, cudaEventDisableTiming), "cudaEventCreateWithFlags", d);
+    }
+    g.staging = static_cast<char*>(p);
+  }
+  return lock;
+}
+
+// Device side of one piece; a 1-D copy whenever the device rows of the piece are contiguous.
+void device_copy(int d, void* dst, std::size_t dpitch, const void* src, std::size_t spitch, const piece& p,
+                 cudaStream_t s) {
+  if (p.rows == 1 || (dpitch == p.bytes && spitch == p.bytes)) {
+    cuda_check(cudaMemcpyAsync(dst, src, p.bytes * p.rows, cudaMemcpyDefault, s), "cudaMemcpyAsync", d);
+  } else {
+    cuda_check(cudaMemcpy2DAsync(dst, dpitch, src, spitch, p.bytes, p.rows, cudaMemcpyDefault, s),
+               "cudaMemcpy2DAsync", d);
+  }
+}
+
+void gpu_to_host(int d, char* dst, std::size_t dst_pitch, const char* src, std::size_t src_pitch, std::size_t width,
+                 std::size_t height) {
+  auto lock = lock_staging(d);
+  device_guard guard(d);
+  gpu_state& g = gpu(d);
+  // Copy piece k into chunk k % 2 while the host unpacks piece k - 1 from the other chunk.
+  std::size_t k = 0;
+  piece prev{};
+  auto unpack = [&](const piece& p, std::size_t chunk) {
+    cuda_check(cudaEventSynchronize(g.chunk_done[chunk]), "cudaEventSynchronize", d);
+    const char* stage = g.staging + chunk * staging_chunk_bytes;
+    host_copy(dst + p.row * dst_pitch + p.col, dst_pitch, stage, p.bytes, p.bytes, p.rows);
+  };
+  for_each_piece(width, height, [&](const piece& p) {
+    const std::size_t chunk = k % 2;
+    char* stage = g.staging + chunk * staging_chunk_bytes;
+    device_copy(d, stage, p.bytes, src + p.row * src_pitch + p.col, src_pitch, p, g.stream);
+    cuda_check(cudaEventRecord(g.chunk_done[chunk], g.stream), "cudaEventRecord", d);
+    if (k > 0) unpack(prev, (k - 1) % 2);
+    prev = p;
+    ++k;
+  });
+  unpack(prev, (k - 1) % 2);
+}
+
+void host_to_gpu(int d, char* dst, std::size_t dst_pitch, const char* src, std::size_t src_pitch, std::size_t width,
+                 std::size_t height) {
+  auto lock = lock_staging(d);
+  device_guard guard(d);
+  gpu_state& g = gpu(d);
+  std::size_t k = 0;
+  // Pack piece k into chunk k % 2 while piece k - 1 is copied out of the other chunk; the
+  // chunk's event says when the copy of piece k - 2 no longer reads it.
+  for_each_piece(width, height, [&](const piece& p) {
+    const std::size_t chunk = k % 2;
+    char* stage = g.staging + chunk * staging_chunk_bytes;
+    cuda_check(cudaEventSynchronize(g.chunk_done[chunk]), "cudaEventSynchronize", d);
+    host_copy(stage, p.bytes, src + p.row * src_pitch + p.col, src_pitch, p.bytes, p.rows);
+    device_copy(d, dst + p.row * dst_pitch + p.col, dst_pitch, stage, p.bytes, p, g.stream);
+    cuda_check(cudaEventRecord(g.chunk_done[chunk], g.stream), "cudaEventRecord", d);
+    ++k;
+  });
+  cuda_check(cudaStreamSynchronize(g.stream), "cudaStreamSynchronize", d);
+}
+#endif
+
+}  // namespace
+
+void copy_to_host(int device_id, void* dst, std::size_t dst_pitch, const void* src, std::size_t src_pitch,
+                  std::size_t width, std::size_t height) {
+  if (!normalize("copy_to_host", device_id, dst_pitch, src_pitch, width, height)) return;
+#if TESSERA_HAS_CUDA
+  if (is_gpu(get(), device_id))
+    return gpu_to_host(device_id, static_cast<char*>(dst), dst_pitch, static_cast<const char*>(src), src_pitch, width,
+                       height);
+#endif
+  host_copy(static_cast<char*>(dst), dst_pitch, static_cast<const char*>(src), src_pitch, width, height);
+}
+
+void copy_from_host(int device_id, void* dst, std::size_t dst_pitch, const void* src, std::size_t src_pitch,
+                    std::size_t width, std::size_t height) {
+  if (!normalize("copy_from_host", device_id, dst_pitch, src_pitch, width, height)) return;
+#if TESSERA_HAS_CUDA
+  if (is_gpu(get(), device_id))
+    return host_to_gpu(device_id, static_cast<char*>(dst), dst_pitch, static_cast<const char*>(src), src_pitch, width,
+                       height);
+#endif
+  host_copy(static_cast<char*>(dst), dst_pitch, static_cast<const char*>(src), src_pitch, width, height);
+}
+
+}  // namespace tessera::detail::rt

@@ -1,0 +1,36 @@
+// SPDX-License-Identifier: Apache-2.0
+// Tessera: compile-time configuration shared by host and device code.
+#pragma once
+#include <cstdint>
+#include <type_traits>
+
+// TS_HD marks functions that run on the host and, when compiled by nvcc, on the device.
+#if defined(__CUDACC__)
+#define TS_HD __host__ __device__
+#define TS_DEVICE_COMPILER 1
+#else
+#define TS_HD
+#define TS_DEVICE_COMPILER 0
+#endif
+
+#if defined(__CUDA_ARCH__)
+#define TS_ON_DEVICE 1
+#else
+#define TS_ON_DEVICE 0
+#endif
+
+namespace tessera {
+
+using index_t = std::int64_t;  // global indices and extents are always 64-bit on the host
+
+// The element types an Array may hold (DESIGN.md: bool, int32, int64, float, double).
+template <class T>
+concept element_type = std::is_same_v<T, bool> || std::is_same_v<T, std::int32_t> ||
+                       std::is_same_v<T, std::int64_t> || std::is_same_v<T, float> ||
+                       std::is_same_v<T, double>;
+
+// Scalars that may be mixed into expressions (any arithmetic C++ type).
+template <class T>
+concept scalar_type = std::is_arithmetic_v<std::remove_cvref_t<T>>;
+
+}  // namespace tessera

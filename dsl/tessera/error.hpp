@@ -1,0 +1,51 @@
+// SPDX-License-Identifier: Apache-2.0
+// Tessera: the exception hierarchy. Every message names what was asked and what was found.
+#pragma once
+#include <cstddef>
+#include <stdexcept>
+#include <string>
+
+namespace tessera {
+
+struct error : std::runtime_error {
+  using std::runtime_error::runtime_error;
+};
+
+// Shapes that do not broadcast (Julia's DimensionMismatch).
+struct dimension_mismatch : error {
+  using error::error;
+};
+
+// Operands whose shards live on different devices or with different boundaries.
+struct placement_mismatch : error {
+  using error::error;
+};
+
+// An index or range outside an array's bounds.
+struct out_of_bounds : error {
+  using error::error;
+};
+
+// An argument with a wrong value (negative extent, zero step, bad device...).
+struct invalid_argument : error {
+  using error::error;
+};
+
+// A request larger than the owner device's free memory, refused before allocating.
+struct out_of_memory : error {
+  out_of_memory(std::size_t requested, std::size_t free, std::size_t total, int device,
+                const std::string& device_name)
+      : error("tessera::out_of_memory: requested " + std::to_string(requested) + " bytes on device " +
+              std::to_string(device) + " (" + device_name + "), which has " + std::to_string(free) +
+              " bytes free of " + std::to_string(total) + " total"),
+        requested_bytes(requested), free_bytes(free), total_bytes(total), device_id(device) {}
+  std::size_t requested_bytes, free_bytes, total_bytes;
+  int device_id;
+};
+
+// A failing CUDA, NCCL or system call: names the call, the device and the shard.
+struct backend_error : error {
+  using error::error;
+};
+
+}  // namespace tessera

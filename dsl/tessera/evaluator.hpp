@@ -1,0 +1,233 @@
+// SPDX-License-Identifier: Apache-2.0
+// Tessera: per-shard evaluators. An evaluator mirrors an expression tree with everything a device
+// needs and nothing else: raw pointers of one shard, strides (0 on broadcast dimensions), scalar
+// values. It is trivially copyable so that it can be passed by value as a kernel parameter, and
+// offers three access paths: linear (contiguous operands), vectorized linear (K elements from
+// 16-byte aligned loads) and cartesian (an N-d index and strides).
+#pragma once
+#include <tessera/expr.hpp>
+
+#include <cstddef>
+#include <type_traits>
+#include <utility>
+
+namespace tessera::detail {
+
+// A trivially copyable tuple (std::tuple is not guaranteed to be), built from indexed bases.
+template <std::size_t I, class T>
+struct tuple_leaf {
+  T value;
+};
+template <class Seq, class... T>
+struct tuple_impl;
+template <std::size_t... I, class... T>
+struct tuple_impl<std::index_sequence<I...>, T...> : tuple_leaf<I, T>... {};
+template <class... T>
+using ev_tuple = tuple_impl<std::index_sequence_for<T...>, T...>;
+template <std::size_t I, class T>
+TS_HD const T& ev_get(const tuple_leaf<I, T>& l) {
+  return l.value;
+}
+template <std::size_t I, class T>
+TS_HD T& ev_get(tuple_leaf<I, T>& l) {
+  return l.value;
+}
+
+// K elements loaded or stored with one (or, past 16 bytes, several) vector instructions.
+template <class T, int K>
+struct alignas(K * sizeof(T) >= 16 ? 16 : K * sizeof(T)) vec_t {
+  T v[K];
+};
+
+template <class T, int N>
+struct LeafEval {
+  using value_type = T;
+  const T* p;
+  index_t st[N > 0 ? N : 1];
+
+  template <class I>
+  TS_HD T linear(I i) const {
+    return p[i];
+  }
+  template <class I>
+  TS_HD T at(const I* idx) const {
+    I off = 0;
+    for (int k = 0; k < N; ++k) off += idx[k] * static_cast<I>(st[k]);
+    return p[off];
+  }
+  template <int K, class I>
+  TS_HD void vec(I chunk, T (&out)[K]) const {
+    const vec_t<T, K> v = reinterpret_cast<const vec_t<T, K>*>(p)[chunk];
+#pragma unroll
+    for (int j = 0; j < K; ++j) out[j] = v.v[j];
+  }
+};
+
+template <class T>
+struct ScalarEval {
+  using value_type = T;
+  T value;
+  template <class I>
+  TS_HD T linear(I) const {
+    return value;
+  }
+  template <class I>
+  TS_HD T at(const I*) const {
+    return value;
+  }
+  template <int K, class I>
+  TS_HD void vec(I, T (&out)[K]) const {
+#pragma unroll
+    for (int j = 0; j < K; ++j) out[j] = value;
+  }
+};
+
+template <int N>
+struct IndexEval {
+  using value_type = index_t;
+  index_t base;
+  index_t st[N > 0 ? N : 1];
+  template <class I>
+  TS_HD index_t linear(I i) const {
+    return base + static_cast<index_t>(i);
+  }
+  template <class I>
+  TS_HD index_t at(const I* idx) const {
+    index_t off = base;
+    for (int k = 0; k < N; ++k) off += static_cast<index_t>(idx[k]) * st[k];
+    return off;
+  }
+  template <int K, class I>
+  TS_HD void vec(I chunk, index_t (&out)[K]) const {
+#pragma unroll
+    for (int j = 0; j < K; ++j) out[j] = base + static_cast<index_t>(chunk) * K + j;
+  }
+};
+
+template <class F, class... E>
+struct NodeEval {
+  using value_type = std::invoke_result_t<const F&, typename E::value_type...>;
+  F f;
+  ev_tuple<E...> a;
+
+  template <class I>
+  TS_HD value_type linear(I i) const {
+    return linear_impl(i, std::index_sequence_for<E...>{});
+  }
+  template <class I>
+  TS_HD value_type at(const I* idx) const {
+    return at_impl(idx, std::index_sequence_for<E...>{});
+  }
+  template <int K, class I>
+  TS_HD void vec(I chunk, value_type (&out)[K]) const {
+    vec_impl<K>(chunk, out, std::index_sequence_for<E...>{});
+  }
+
+ private:
+  template <class I, std::size_t... S>
+  TS_HD value_type linear_impl(I i, std::index_sequence<S...>) const {
+    return f(ev_get<S>(a).linear(i)...);
+  }
+  template <class I, std::size_t... S>
+  TS_HD value_type at_impl(const I* idx, std::index_sequence<S...>) const {
+    return f(ev_get<S>(a).at(idx)...);
+  }
+  template <class V, int K>
+  struct lane {
+    V v[K];
+  };
+  template <int K, class I, std::size_t... S>
+  TS_HD void vec_impl(I chunk, value_type (&out)[K], std::index_sequence<S...>) const {
+    ev_tuple<lane<typename E::value_type, K>...> in;
+    (ev_get<S>(a).template vec<K>(chunk, ev_get<S>(in).v), ...);
+#pragma unroll
+    for (int j = 0; j < K; ++j) out[j] = f(ev_get<S>(in).v[j]...);
+  }
+};
+
+// The destination of one shard.
+template <class T, int N>
+struct OutEval {
+  using value_type = T;
+  T* p;
+  index_t st[N > 0 ? N : 1];
+  template <class I, class V>
+  TS_HD void store_linear(I i, V v) const {
+    p[i] = static_cast<T>(v);
+  }
+  template <class I, class V>
+  TS_HD void store_at(const I* idx, V v) const {
+    I off = 0;
+    for (int k = 0; k < N; ++k) off += idx[k] * static_cast<I>(st[k]);
+    p[off] = static_cast<T>(v);
+  }
+  template <int K, class I, class V>
+  TS_HD void store_vec(I chunk, const V (&v)[K]) const {
+    vec_t<T, K> w;
+#pragma unroll
+    for (int j = 0; j < K; ++j) w.v[j] = static_cast<T>(v[j]);
+    reinterpret_cast<vec_t<T, K>*>(p)[chunk] = w;
+  }
+};
+
+// Evaluator type of a node for an output of rank N.
+template <class Node, int N>
+struct eval_of;
+template <class T, int M, int N>
+struct eval_of<ArrayLeaf<T, M>, N> {
+  using type = LeafEval<T, N>;
+};
+template <class T, int N>
+struct eval_of<Scalar<T>, N> {
+  using type = ScalarEval<T>;
+};
+template <int M, int N>
+struct eval_of<IndexLeaf<M>, N> {
+  using type = IndexEval<N>;
+};
+template <class F, class... A, int N>
+struct eval_of<Broadcasted<F, A...>, N> {
+  using type = NodeEval<F, typename eval_of<A, N>::type...>;
+};
+template <class Node, int N>
+using eval_t = typename eval_of<Node, N>::type;
+
+// Largest element among the leaves: decides how many elements one thread loads at once.
+template <class E>
+struct min_leaf_size {
+  static constexpr std::size_t value = 16;
+};
+template <class T, int N>
+struct min_leaf_size<LeafEval<T, N>> {
+  static constexpr std::size_t value = sizeof(T);
+};
+template <class F, class... E>
+struct min_leaf_size<NodeEval<F, E...>> {
+  static constexpr std::size_t value = [] {
+    std::size_t m = 16;
+    ((m = min_leaf_size<E>::value < m ? min_leaf_size<E>::value : m), ...);
+    return m;
+  }();
+};
+
+// What one shard launch needs: the destination, the evaluator, the box extents and the path.
+enum class path : int { vector = 0, linear = 1, cartesian = 2 };
+
+template <class Out, class E, int N>
+struct ShardTask {
+  Out out;
+  E e;
+  index_t ext[N > 0 ? N : 1];
+  index_t n;
+  path mode;
+  bool wide;  // 64-bit index math needed
+  // Elements per vector chunk: 16 bytes of the narrowest operand, at most 8 elements.
+  static constexpr int K = [] {
+    std::size_t m = min_leaf_size<E>::value;
+    if (sizeof(typename Out::value_type) < m) m = sizeof(typename Out::value_type);
+    const std::size_t k = 16 / m;
+    return static_cast<int>(k > 8 ? 8 : k < 1 ? 1 : k);
+  }();
+};
+
+}  // namespace tessera::detail

@@ -1,0 +1,194 @@
+// SPDX-License-Identifier: Apache-2.0
+// Tessera: the lazy expression tree. One generic n-ary node, Broadcasted<F, Args...> (Julia's
+// Base.Broadcast.Broadcasted, xtensor's xfunction), over three kinds of leaves: array leaves
+// (shared ownership of a layout, never a reference to a host object), scalars, and the index
+// leaf used by iota and the random generators. Nodes describe; evaluators (evaluator.hpp) execute.
+#pragma once
+#include <tessera/layout.hpp>
+
+#include <memory>
+#include <tuple>
+#include <type_traits>
+#include <utility>
+
+namespace tessera {
+
+template <class T, int N>
+class Array;
+template <class T, int N>
+class View;
+
+namespace detail {
+
+// -- leaves -----------------------------------------------------------------------------------
+template <class T, int N>
+struct ArrayLeaf {
+  using value_type = T;
+  static constexpr int rank = N;
+  std::shared_ptr<const Layout<T, N>> layout;
+  Shape<N> shape() const { return layout->shape; }
+};
+
+template <class T>
+struct Scalar {
+  using value_type = T;
+  static constexpr int rank = 0;
+  T value;
+  Shape<0> shape() const { return {}; }
+};
+
+// The global column-major linear index of each element of an array of shape `dims`.
+template <int N>
+struct IndexLeaf {
+  using value_type = index_t;
+  static constexpr int rank = N;
+  Shape<N> dims;
+  Shape<N> shape() const { return dims; }
+};
+
+template <class... A>
+constexpr int max_rank() {
+  int r = 0;
+  ((r = A::rank > r ? A::rank : r), ...);
+  return r;
+}
+
+// -- the node ---------------------------------------------------------------------------------
+template <class F, class... Args>
+struct Broadcasted {
+  static_assert(std::is_trivially_copyable_v<F>,
+                "TESSERA_FUNCTOR_NOT_TRIVIALLY_COPYABLE: functors are copied to every device; they must "
+                "not own resources or capture by reference");
+  using value_type = std::invoke_result_t<const F&, typename Args::value_type...>;
+  static constexpr int rank = max_rank<Args...>();
+  F f;
+  std::tuple<Args...> args;
+
+  // Julia's combine_axes over the children, checked once per materialization.
+  Shape<rank> shape() const {
+    return std::apply(
+        [](const auto&... a) {
+          Shape<rank> s;
+          s.fill(1);
+          ((s = broadcast_shapes<rank, std::decay_t<decltype(a)>::rank>(s, a.shape())), ...);
+          return s;
+        },
+        args);
+  }
+};
+
+// -- traits and concepts ----------------------------------------------------------------------
+template <class X>
+struct is_node : std::false_type {};
+template <class T, int N>
+struct is_node<ArrayLeaf<T, N>> : std::true_type {};
+template <class T>
+struct is_node<Scalar<T>> : std::true_type {};
+template <int N>
+struct is_node<IndexLeaf<N>> : std::true_type {};
+template <class F, class... A>
+struct is_node<Broadcasted<F, A...>> : std::true_type {};
+
+template <class X>
+struct is_array_like : std::false_type {};
+template <class T, int N>
+struct is_array_like<Array<T, N>> : std::true_type {};
+template <class T, int N>
+struct is_array_like<View<T, N>> : std::true_type {};
+
+// Scalars are normalized to an element type before they enter a tree.
+template <class S>
+using scalar_norm_t = std::conditional_t<
+    std::is_same_v<S, bool>, bool,
+    std::conditional_t<std::is_floating_point_v<S>, std::conditional_t<std::is_same_v<S, float>, float, double>,
+                       std::conditional_t<(sizeof(S) < 4 || (sizeof(S) == 4 && std::is_signed_v<S>)),
+                                          std::int32_t, std::int64_t>>>;
+
+// NumPy 2 / JAX weak scalars: the array's type wins, except that a floating scalar makes an
+// integer or bool array double, and an integer scalar makes a bool array integer.
+template <class V, class S>
+using weak_t = std::conditional_t<
+    std::is_floating_point_v<V>, V,
+    std::conditional_t<std::is_same_v<V, bool>, S,
+                       std::conditional_t<std::is_floating_point_v<S>, double,
+                                          std::conditional_t<std::is_integral_v<V>, V, std::common_type_t<V, S>>>>>;
+
+}  // namespace detail
+
+// Anything that evaluates elementwise: arrays, views and lazy nodes.
+template <class X>
+concept expression = detail::is_node<std::remove_cvref_t<X>>::value ||
+                     detail::is_array_like<std::remove_cvref_t<X>>::value;
+
+// An expression or a plain arithmetic scalar.
+template <class X>
+concept operand = expression<X> || scalar_type<X>;
+
+namespace detail {
+
+template <class X>
+auto to_node(X&& x) {
+  using D = std::remove_cvref_t<X>;
+  if constexpr (is_array_like<D>::value) {
+    return x.leaf();
+  } else if constexpr (is_node<D>::value) {
+    return D(std::forward<X>(x));
+  } else {
+    static_assert(scalar_type<D>, "TESSERA_NOT_AN_OPERAND: expected an array, a view, an expression or an arithmetic scalar");
+    return Scalar<scalar_norm_t<D>>{static_cast<scalar_norm_t<D>>(x)};
+  }
+}
+
+template <class X>
+using node_t = decltype(to_node(std::declval<X>()));
+
+template <class A, class B>
+struct combine_strong {
+  using type = std::common_type_t<A, B>;
+};
+template <class A>
+struct combine_strong<A, void> {
+  using type = A;
+};
+template <class B>
+struct combine_strong<void, B> {
+  using type = B;
+};
+template <>
+struct combine_strong<void, void> {
+  using type = void;
+};
+
+// The type that strong (non-scalar) operands agree on; void when all operands are scalars.
+template <class... X>
+struct strong_type {
+  using type = void;
+};
+template <class X, class... Rest>
+struct strong_type<X, Rest...> {
+  using rest = typename strong_type<Rest...>::type;
+  using mine = std::conditional_t<expression<X>, typename node_t<X>::value_type, void>;
+  using type = typename combine_strong<mine, rest>::type;
+};
+
+// Converts one operand to a node; a scalar becomes weak against `Strong`.
+template <class Strong, class X>
+auto to_weak_node(X&& x) {
+  if constexpr (scalar_type<X> && !std::is_void_v<Strong>) {
+    using S = scalar_norm_t<std::remove_cvref_t<X>>;
+    using W = weak_t<Strong, S>;
+    return Scalar<W>{static_cast<W>(x)};
+  } else {
+    return to_node(std::forward<X>(x));
+  }
+}
+
+template <class F, class... X>
+auto make_node(F f, X&&... xs) {
+  using Strong = typename strong_type<std::remove_cvref_t<X>...>::type;
+  return Broadcasted<F, decltype(to_weak_node<Strong>(std::forward<X>(xs)))...>{
+      f, {to_weak_node<Strong>(std::forward<X>(xs))...}};
+}
+
+}  // namespace detail
+}  // namespace tessera

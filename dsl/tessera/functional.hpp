@@ -1,0 +1,294 @@
+// SPDX-License-Identifier: Apache-2.0
+// Tessera: the functor structs and the operators and math functions built on them. Every
+// overload is a two-line wrapper over detail::make_node; adding an operator means adding one
+// functor and one macro line (docs/architecture.md, "how to add an operator").
+#pragma once
+#include <tessera/expr.hpp>
+
+#include <cmath>
+#include <math.h>
+#include <type_traits>
+
+namespace tessera {
+namespace detail::fn {
+
+template <class A>
+using real_t = std::conditional_t<std::is_same_v<A, float>, float, double>;  // ints go to double
+template <class A>
+inline constexpr bool is_int_v = std::is_integral_v<A>;  // bool included
+template <class A, class B>
+using arith_t = decltype(std::declval<A>() + std::declval<B>());
+
+struct plus {
+  template <class A, class B>
+  TS_HD auto operator()(A a, B b) const { return a + b; }
+};
+struct minus {
+  template <class A, class B>
+  TS_HD auto operator()(A a, B b) const { return a - b; }
+};
+struct multiplies {
+  template <class A, class B>
+  TS_HD auto operator()(A a, B b) const { return a * b; }
+};
+// Julia's `/` and NumPy's true division: two integers divide as doubles.
+struct divides {
+  template <class A, class B>
+  TS_HD auto operator()(A a, B b) const {
+    if constexpr (is_int_v<A> && is_int_v<B>) return double(a) / double(b);
+    else return a / b;
+  }
+};
+// Julia's rem (`%`): the sign of the dividend. Integer x % 0 gives 0 instead of trapping.
+struct modulus {
+  template <class A, class B>
+  TS_HD auto operator()(A a, B b) const {
+    using C = arith_t<A, B>;
+    if constexpr (std::is_floating_point_v<C>) {
+      if constexpr (std::is_same_v<C, float>) return ::fmodf(a, b);
+      else return ::fmod(double(a), double(b));
+    } else {
+      const C x = a, y = b;
+      return (y == 0 || y == C(-1)) ? C(0) : C(x % y);
+    }
+  }
+};
+struct negate {
+  template <class A>
+  TS_HD auto operator()(A a) const { return -a; }
+};
+struct logical_not {
+  template <class A>
+  TS_HD bool operator()(A a) const { return !a; }
+};
+struct logical_and {
+  template <class A, class B>
+  TS_HD bool operator()(A a, B b) const { return bool(a) && bool(b); }
+};
+struct logical_or {
+  template <class A, class B>
+  TS_HD bool operator()(A a, B b) const { return bool(a) || bool(b); }
+};
+
+#define TESSERA_COMPARISON(NAME, OP)                              \
+  struct NAME {                                                    \
+    template <class A, class B>                                    \
+    TS_HD bool operator()(A a, B b) const {                        \
+      using C = arith_t<A, B>;                                     \
+      return static_cast<C>(a) OP static_cast<C>(b);               \
+    }                                                              \
+  };
+TESSERA_COMPARISON(equal_to, ==)
+TESSERA_COMPARISON(not_equal_to, !=)
+TESSERA_COMPARISON(less, <)
+TESSERA_COMPARISON(less_equal, <=)
+TESSERA_COMPARISON(greater, >)
+TESSERA_COMPARISON(greater_equal, >=)
+#undef TESSERA_COMPARISON
+
+// Real functions: float stays float, integers and bool compute in double (Julia's sin(1)).
+#define TESSERA_REAL_FUNCTION(NAME, FLOAT_FN, DOUBLE_FN)                         \
+  struct NAME {                                                                   \
+    template <class A>                                                            \
+    TS_HD auto operator()(A a) const {                                            \
+      if constexpr (std::is_same_v<real_t<A>, float>) return ::FLOAT_FN(a);       \
+      else return ::DOUBLE_FN(double(a));                                         \
+    }                                                                             \
+  };
+TESSERA_REAL_FUNCTION(sin, sinf, sin)
+TESSERA_REAL_FUNCTION(cos, cosf, cos)
+TESSERA_REAL_FUNCTION(tan, tanf, tan)
+TESSERA_REAL_FUNCTION(exp, expf, exp)
+TESSERA_REAL_FUNCTION(log, logf, log)
+TESSERA_REAL_FUNCTION(log1p, log1pf, log1p)
+TESSERA_REAL_FUNCTION(sqrt, sqrtf, sqrt)
+TESSERA_REAL_FUNCTION(tanh, tanhf, tanh)
+TESSERA_REAL_FUNCTION(erf, erff, erf)
+#undef TESSERA_REAL_FUNCTION
+
+// floor/ceil keep integers as they are (Julia: floor(3) == 3).
+struct floor {
+  template <class A>
+  TS_HD auto operator()(A a) const {
+    if constexpr (is_int_v<A>) return a;
+    else if constexpr (std::is_same_v<A, float>) return ::floorf(a);
+    else return ::floor(a);
+  }
+};
+struct ceil {
+  template <class A>
+  TS_HD auto operator()(A a) const {
+    if constexpr (is_int_v<A>) return a;
+    else if constexpr (std::is_same_v<A, float>) return ::ceilf(a);
+    else return ::ceil(a);
+  }
+};
+struct abs {
+  template <class A>
+  TS_HD auto operator()(A a) const {
+    if constexpr (std::is_same_v<A, bool>) return a;
+    else if constexpr (std::is_same_v<A, float>) return ::fabsf(a);
+    else if constexpr (std::is_same_v<A, double>) return ::fabs(a);
+    else return a < A(0) ? A(-a) : a;
+  }
+};
+
+// min and max propagate NaN wherever it sits (Julia's min/max).
+struct min {
+  template <class A, class B>
+  TS_HD auto operator()(A a, B b) const {
+    using C = arith_t<A, B>;
+    const C x = a, y = b;
+    if constexpr (std::is_floating_point_v<C>) {
+      if (x != x) return x;
+      if (y != y) return y;
+    }
+    return y < x ? y : x;
+  }
+};
+struct max {
+  template <class A, class B>
+  TS_HD auto operator()(A a, B b) const {
+    using C = arith_t<A, B>;
+    const C x = a, y = b;
+    if constexpr (std::is_floating_point_v<C>) {
+      if (x != x) return x;
+      if (y != y) return y;
+    }
+    return x < y ? y : x;
+  }
+};
+
+// Integer powers stay integer (Julia's 2^3 == 8); a negative exponent gives 0 unless the base
+// is 1 or -1 (Julia throws a DomainError, which a kernel cannot).
+struct pow {
+  template <class A, class B>
+  TS_HD auto operator()(A a, B b) const {
+    using C = arith_t<A, B>;
+    if constexpr (std::is_integral_v<C>) {
+      C base = a, e = b, r = 1;
+      if (e < 0) return base == 1 ? C(1) : base == C(-1) ? ((e & 1) ? C(-1) : C(1)) : C(0);
+      while (e > 0) {
+        if (e & 1) r *= base;
+        base *= base;
+        e >>= 1;
+      }
+      return r;
+    } else if constexpr (std::is_same_v<C, float>) {
+      return ::powf(a, b);
+    } else {
+      return ::pow(double(a), double(b));
+    }
+  }
+};
+
+struct select {
+  template <class Cnd, class A, class B>
+  TS_HD auto operator()(Cnd c, A a, B b) const {
+    using C = std::common_type_t<A, B>;
+    return c ? C(a) : C(b);
+  }
+};
+
+template <class T>
+struct cast_to {
+  template <class A>
+  TS_HD T operator()(A a) const {
+    if constexpr (std::is_same_v<T, bool>) return a != A(0);
+    else return static_cast<T>(a);
+  }
+};
+
+}  // namespace detail::fn
+
+// -- operators --------------------------------------------------------------------------------
+// Each binary overload needs at least one expression so that plain scalar arithmetic is untouched.
+#define TESSERA_BINARY_OPERATOR(OP, FN)                                                     \
+  template <operand A, operand B>                                                           \
+    requires(expression<A> || expression<B>)                                                \
+  auto operator OP(A&& a, B&& b) {                                                          \
+    return detail::make_node(detail::fn::FN{}, std::forward<A>(a), std::forward<B>(b));     \
+  }
+TESSERA_BINARY_OPERATOR(+, plus)
+TESSERA_BINARY_OPERATOR(-, minus)
+TESSERA_BINARY_OPERATOR(*, multiplies)
+TESSERA_BINARY_OPERATOR(/, divides)
+TESSERA_BINARY_OPERATOR(%, modulus)
+TESSERA_BINARY_OPERATOR(==, equal_to)
+TESSERA_BINARY_OPERATOR(!=, not_equal_to)
+TESSERA_BINARY_OPERATOR(<, less)
+TESSERA_BINARY_OPERATOR(<=, less_equal)
+TESSERA_BINARY_OPERATOR(>, greater)
+TESSERA_BINARY_OPERATOR(>=, greater_equal)
+TESSERA_BINARY_OPERATOR(&&, logical_and)
+TESSERA_BINARY_OPERATOR(||, logical_or)
+#undef TESSERA_BINARY_OPERATOR
+
+template <expression A>
+auto operator-(A&& a) {
+  return detail::make_node(detail::fn::negate{}, std::forward<A>(a));
+}
+template <expression A>
+auto operator!(A&& a) {
+  return detail::make_node(detail::fn::logical_not{}, std::forward<A>(a));
+}
+
+// -- functions --------------------------------------------------------------------------------
+#define TESSERA_UNARY_FUNCTION(NAME)                                      \
+  template <expression A>                                                 \
+  auto NAME(A&& a) {                                                      \
+    return detail::make_node(detail::fn::NAME{}, std::forward<A>(a));     \
+  }
+TESSERA_UNARY_FUNCTION(sin)
+TESSERA_UNARY_FUNCTION(cos)
+TESSERA_UNARY_FUNCTION(tan)
+TESSERA_UNARY_FUNCTION(exp)
+TESSERA_UNARY_FUNCTION(log)
+TESSERA_UNARY_FUNCTION(log1p)
+TESSERA_UNARY_FUNCTION(sqrt)
+TESSERA_UNARY_FUNCTION(tanh)
+TESSERA_UNARY_FUNCTION(erf)
+TESSERA_UNARY_FUNCTION(floor)
+TESSERA_UNARY_FUNCTION(ceil)
+TESSERA_UNARY_FUNCTION(abs)
+#undef TESSERA_UNARY_FUNCTION
+
+#define TESSERA_BINARY_FUNCTION(NAME)                                                          \
+  template <operand A, operand B>                                                              \
+    requires(expression<A> || expression<B>)                                                   \
+  auto NAME(A&& a, B&& b) {                                                                    \
+    return detail::make_node(detail::fn::NAME{}, std::forward<A>(a), std::forward<B>(b));      \
+  }
+TESSERA_BINARY_FUNCTION(pow)
+TESSERA_BINARY_FUNCTION(min)
+TESSERA_BINARY_FUNCTION(max)
+#undef TESSERA_BINARY_FUNCTION
+
+// where(c, x, y): x where c holds, else y (NumPy's where, Julia's ifelse.(c, x, y)).
+template <operand C, operand A, operand B>
+  requires(expression<C> || expression<A> || expression<B>)
+auto where(C&& c, A&& a, B&& b) {
+  using Strong = typename detail::strong_type<std::remove_cvref_t<A>, std::remove_cvref_t<B>>::type;
+  return detail::Broadcasted<detail::fn::select, detail::node_t<C>,
+                             decltype(detail::to_weak_node<Strong>(std::forward<A>(a))),
+                             decltype(detail::to_weak_node<Strong>(std::forward<B>(b)))>{
+      {},
+      {detail::to_node(std::forward<C>(c)), detail::to_weak_node<Strong>(std::forward<A>(a)),
+       detail::to_weak_node<Strong>(std::forward<B>(b))}};
+}
+
+// cast<T>(x): converts elementwise (bool: x != 0).
+template <element_type T, expression A>
+auto cast(A&& a) {
+  return detail::make_node(detail::fn::cast_to<T>{}, std::forward<A>(a));
+}
+
+// broadcast(f, xs...): applies a user __host__ __device__ functor or lambda elementwise (Julia's
+// f.(xs...)). Scalars are passed with their own (normalized) type.
+template <class F, operand... X>
+  requires((expression<X> || ...) && std::is_invocable_v<const F&, typename detail::node_t<X>::value_type...>)
+auto broadcast(F f, X&&... xs) {
+  return detail::Broadcasted<F, detail::node_t<X>...>{f, {detail::to_node(std::forward<X>(xs))...}};
+}
+
+}  // namespace tessera

@@ -1,0 +1,130 @@
+// SPDX-License-Identifier: Apache-2.0
+// Tessera: printing in Julia's style: a summary line (shape, element type, placement), then the
+// values, as 2-d slices for rank >= 3, with rows, columns and slices elided when large.
+#pragma once
+#include <tessera/transfer.hpp>
+
+#include <cstdio>
+#include <ostream>
+#include <sstream>
+#include <string>
+#include <vector>
+
+namespace tessera {
+namespace detail {
+
+template <class T>
+constexpr const char* julia_type_name() {
+  if constexpr (std::is_same_v<T, bool>) return "Bool";
+  else if constexpr (std::is_same_v<T, std::int32_t>) return "Int32";
+  else if constexpr (std::is_same_v<T, std::int64_t>) return "Int64";
+  else if constexpr (std::is_same_v<T, float>) return "Float32";
+  else return "Float64";
+}
+
+template <class T>
+std::string format_value(T v) {
+  if constexpr (std::is_same_v<T, bool>) {
+    return v ? "1" : "0";
+  } else if constexpr (std::is_integral_v<T>) {
+    return std::to_string(v);
+  } else {
+    char buf[32];
+    std::snprintf(buf, sizeof buf, std::is_same_v<T, float> ? "%.7g" : "%.15g", static_cast<double>(v));
+    return buf;
+  }
+}
+
+// Positions to show along a dimension of size n: all when small, else the first and last few.
+inline std::vector<index_t> shown(index_t n, index_t keep) {
+  std::vector<index_t> s;
+  if (n <= 2 * keep + 1) {
+    for (index_t i = 0; i < n; ++i) s.push_back(i);
+  } else {
+    for (index_t i = 0; i < keep; ++i) s.push_back(i);
+    s.push_back(-1);  // the ellipsis
+    for (index_t i = n - keep; i < n; ++i) s.push_back(i);
+  }
+  return s;
+}
+
+// One 2-d slice (rows x cols) of the host copy starting at `base`, with column stride `cs`.
+template <class T>
+void print_matrix(std::ostream& os, const std::vector<T>& h, index_t base, index_t rows, index_t cols, index_t cs) {
+  const auto rs = shown(rows, 5), cols_shown = shown(cols, 4);
+  std::vector<std::vector<std::string>> cells;
+  std::vector<std::size_t> width(cols_shown.size(), 1);
+  for (auto r : rs) {
+    std::vector<std::string> row;
+    for (std::size_t j = 0; j < cols_shown.size(); ++j) {
+      const auto c = cols_shown[j];
+      std::string s = (r < 0) ? (c < 0 ? "⋱" : "⋮") : (c < 0 ? "…" : format_value(h[static_cast<std::size_t>(base + r + c * cs)]));
+      if (s.size() > width[j] && s != "⋮" && s != "…" && s != "⋱") width[j] = s.size();
+      row.push_back(std::move(s));
+    }
+    cells.push_back(std::move(row));
+  }
+  for (auto& row : cells) {
+    for (std::size_t j = 0; j < row.size(); ++j) {
+      const bool glyph = row[j] == "⋮" || row[j] == "…" || row[j] == "⋱";
+      const std::size_t len = glyph ? 1 : row[j].size();
+      os << "  " << std::string(width[j] > len ? width[j] - len : 0, ' ') << row[j];
+    }
+    os << '\n';
+  }
+}
+
+template <class A>
+void print_array(std::ostream& os, const A& a) {
+  using T = typename A::value_type;
+  constexpr int N = A::rank;
+  if (!a.has_storage()) {
+    os << "Array{" << julia_type_name<T>() << ", " << N << "} (default-constructed, no shape)";
+    return;
+  }
+  os << shape_string<N>(a.shape()) << " Array{" << julia_type_name<T>() << ", " << N << "} "
+     << a.placement_string() << ":\n";
+  if (a.empty()) return;
+  const auto h = to_host(a);
+  if constexpr (N == 0) {
+    os << "  " << format_value<T>(h[0]) << '\n';
+  } else if constexpr (N == 1) {
+    print_matrix<T>(os, h, 0, a.shape()[0], 1, 0);
+  } else {
+    const index_t rows = a.shape()[0], cols = a.shape()[1], slice = rows * cols;
+    const index_t slices = static_cast<index_t>(h.size()) / (slice ? slice : 1);
+    const auto ss = shown(slices, 2);
+    for (auto s : ss) {
+      if constexpr (N > 2) {
+        if (s < 0) {
+          os << "\n;;; …\n\n";
+          continue;
+        }
+        os << "[:, :";
+        index_t rest = s;
+        for (int k = 2; k < N; ++k) {
+          os << ", " << rest % a.shape()[k];
+          rest /= a.shape()[k];
+        }
+        os << "] =\n";
+      }
+      print_matrix<T>(os, h, s * slice, rows, cols, rows);
+      if constexpr (N > 2) os << '\n';
+    }
+  }
+}
+
+}  // namespace detail
+
+template <class T, int N>
+std::ostream& operator<<(std::ostream& os, const Array<T, N>& a) {
+  detail::print_array(os, a);
+  return os;
+}
+template <class T, int N>
+std::ostream& operator<<(std::ostream& os, const View<T, N>& a) {
+  detail::print_array(os, a);
+  return os;
+}
+
+}  // namespace tessera

@@ -1,0 +1,164 @@
+// SPDX-License-Identifier: Apache-2.0
+// Tessera: the distributed layout shared by arrays and views. A layout is the global shape plus
+// one part per shard: a strided box of the global index space living on one device. Arrays own
+// contiguous parts; views reuse the parts' buffers with offsets and strides.
+#pragma once
+#include <backend/runtime/runtime.hpp>
+#include <tessera/placement.hpp>
+#include <tessera/shape.hpp>
+
+#include <memory>
+#include <string>
+#include <vector>
+
+namespace tessera::detail {
+
+template <class T, int N>
+struct Part {
+  Device device;
+  std::shared_ptr<rt::buffer> buf;  // keeps the storage alive; null for an empty part
+  T* ptr = nullptr;                 // element at `origin`
+  Shape<N> extent{};                // size of the box
+  Shape<N> stride{};                // element strides in the buffer
+  Shape<N> origin{};                // global index of the box's first element
+
+  bool empty() const { return volume<N>(extent) == 0; }
+  bool contiguous() const { return stride_contiguous(); }
+  bool stride_contiguous() const {
+    index_t acc = 1;
+    for (int k = 0; k < N; ++k) {
+      if (extent[k] != 1 && stride[k] != acc) return false;
+      acc *= extent[k];
+    }
+    return true;
+  }
+};
+
+// The layout of an array or a view. Invariant: each part is full along every dimension except
+// `shard_dim` (which is -1 when the object is replicated or lives on one device).
+template <class T, int N>
+struct Layout {
+  Shape<N> shape{};
+  std::vector<Part<T, N>> parts;
+  int shard_dim = -1;
+  bool replicated = false;
+  memory mem = memory::unified;
+
+  DeviceSet devices() const {
+    DeviceSet d;
+    for (auto& p : parts) d.push_back(p.device);
+    return d;
+  }
+};
+
+template <class T, int N>
+std::string describe_placement(const Layout<T, N>& l) {
+  if (l.replicated) return "replicated over " + device_list(l.devices());
+  if (l.shard_dim >= 0 && l.parts.size() > 1) {
+    std::string s = "sharded along dim " + std::to_string(l.shard_dim) + " over " + device_list(l.devices()) +
+                    " with blocks";
+    for (auto& p : l.parts) {
+      s += " [" + std::to_string(p.origin[l.shard_dim]) + "," +
+           std::to_string(p.origin[l.shard_dim] + p.extent[l.shard_dim]) + ")";
+    }
+    return s;
+  }
+  return l.parts.empty() ? std::string("on no device (empty)") : "on " + l.parts[0].device.name();
+}
+
+// The devices and boxes of a layout, without storage: what a new array needs to mirror another.
+template <int N>
+struct Geometry {
+  Shape<N> shape{};
+  int shard_dim = -1;
+  bool replicated = false;
+  struct Box {
+    Device device;
+    Shape<N> origin{}, extent{};
+  };
+  std::vector<Box> boxes;
+};
+
+template <class T, int N>
+Geometry<N> geometry_of(const Layout<T, N>& l) {
+  Geometry<N> g{l.shape, l.shard_dim, l.replicated, {}};
+  for (auto& p : l.parts) g.boxes.push_back({p.device, p.origin, p.extent});
+  return g;
+}
+
+template <int N>
+Geometry<N> geometry_from_placement(const Shape<N>& shape, const Placement& p) {
+  for (int k = 0; k < N; ++k) {
+    if (shape[k] < 0) {
+      throw invalid_argument("tessera: array extents must be >= 0, found " + std::to_string(shape[k]) +
+                             " in dimension " + std::to_string(k));
+    }
+  }
+  Geometry<N> g{shape, -1, false, {}};
+  DeviceSet devs = p.devices.empty() ? devices() : p.devices;
+  if (devs.empty()) throw invalid_argument("tessera: a placement needs at least one device, found none");
+  using K = Placement::kind_t;
+  K kind = p.kind;
+  int dim = p.dim;
+  if (kind == K::default_shard) {
+    if constexpr (N == 0) {
+      kind = K::replicate;
+    } else {
+      kind = K::shard;
+      dim = N - 1;
+    }
+  }
+  if (kind == K::shard) {
+    if (dim < 0 || dim >= N) {
+      throw invalid_argument("tessera: shard(" + std::to_string(dim) + ") on an array of rank " +
+                             std::to_string(N) + ": the dimension must be in [0, " + std::to_string(N) + ")");
+    }
+    g.shard_dim = dim;
+    for (int i = 0; i < static_cast<int>(devs.size()); ++i) {
+      auto [lo, hi] = balanced_block(shape[dim], static_cast<int>(devs.size()), i);
+      typename Geometry<N>::Box b{devs[i], {}, shape};
+      b.origin[dim] = lo;
+      b.extent[dim] = hi - lo;
+      g.boxes.push_back(b);
+    }
+  } else {
+    if (kind == K::single && devs.size() != 1) {
+      throw invalid_argument("tessera: on(device) takes one device, found " + std::to_string(devs.size()));
+    }
+    g.replicated = kind == K::replicate;
+    for (auto d : devs) g.boxes.push_back({d, {}, shape});
+  }
+  return g;
+}
+
+// Allocates contiguous column-major storage for every box. The free-memory guard runs for every
+// device before anything is allocated, so a refused request leaves nothing behind.
+template <class T, int N>
+Layout<T, N> allocate_layout(const Geometry<N>& g, memory mem) {
+  for (auto& b : g.boxes) {
+    const index_t n = volume<N>(b.extent);
+    if (n > 0) rt::check_free(b.device.id(), static_cast<std::size_t>(n) * sizeof(T));
+  }
+  Layout<T, N> l;
+  l.shape = g.shape;
+  l.shard_dim = g.shard_dim;
+  l.replicated = g.replicated;
+  l.mem = mem;
+  l.parts.reserve(g.boxes.size());
+  for (auto& b : g.boxes) {
+    Part<T, N> p;
+    p.device = b.device;
+    p.extent = b.extent;
+    p.origin = b.origin;
+    p.stride = column_major_strides<N>(b.extent);
+    const index_t n = volume<N>(b.extent);
+    if (n > 0) {
+      p.buf = std::make_shared<rt::buffer>(b.device.id(), static_cast<std::size_t>(n) * sizeof(T), mem);
+      p.ptr = static_cast<T*>(p.buf->ptr);
+    }
+    l.parts.push_back(std::move(p));
+  }
+  return l;
+}
+
+}  // namespace tessera::detail

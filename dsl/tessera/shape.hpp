@@ -1,0 +1,96 @@
+// SPDX-License-Identifier: Apache-2.0
+// Tessera: shapes, Julia's broadcast rule, column-major strides.
+#pragma once
+#include <tessera/config.hpp>
+#include <tessera/error.hpp>
+
+#include <array>
+#include <cstddef>
+#include <string>
+
+namespace tessera {
+
+template <int N>
+using Shape = std::array<index_t, static_cast<std::size_t>(N)>;
+
+namespace detail {
+
+template <int N>
+std::string shape_string(const Shape<N>& s) {
+  if constexpr (N == 0) {
+    return "0-dimensional";
+  } else {
+    std::string out;
+    for (int k = 0; k < N; ++k) {
+      if (k) out += "×";
+      out += std::to_string(s[k]);
+    }
+    if constexpr (N == 1) out += "-element";
+    return out;
+  }
+}
+
+template <int N>
+index_t volume(const Shape<N>& s) {
+  index_t v = 1;
+  for (int k = 0; k < N; ++k) v *= s[k];
+  return v;
+}
+
+template <int N>
+Shape<N> column_major_strides(const Shape<N>& s) {
+  Shape<N> st{};
+  index_t acc = 1;
+  for (int k = 0; k < N; ++k) {
+    st[k] = acc;
+    acc *= s[k];
+  }
+  return st;
+}
+
+// Size of dimension k, with missing trailing dimensions counting as 1 (Julia).
+template <int N>
+index_t extent_or_one(const Shape<N>& s, int k) {
+  return k < N ? s[k] : 1;
+}
+
+// Julia's combine_axes: shapes align from the first dimension; a size-1 dimension stretches;
+// anything else is a DimensionMismatch that names both shapes and the dimension.
+template <int N, int M>
+Shape<(N > M ? N : M)> broadcast_shapes(const Shape<N>& a, const Shape<M>& b) {
+  constexpr int R = N > M ? N : M;
+  Shape<R> out{};
+  for (int k = 0; k < R; ++k) {
+    const index_t x = extent_or_one<N>(a, k), y = extent_or_one<M>(b, k);
+    if (x == y || y == 1) {
+      out[k] = x;
+    } else if (x == 1) {
+      out[k] = y;
+    } else {
+      throw dimension_mismatch("tessera::dimension_mismatch: cannot broadcast shapes " +
+                               shape_string<N>(a) + " and " + shape_string<M>(b) + ": dimension " +
+                               std::to_string(k) + " has sizes " + std::to_string(x) + " and " +
+                               std::to_string(y) + " (each must equal the other or be 1)");
+    }
+  }
+  return out;
+}
+
+// The source of an assignment must broadcast to the destination's shape without growing it.
+template <int N, int M>
+void check_assignable(const Shape<N>& dst, const Shape<M>& src) {
+  constexpr int R = N > M ? N : M;
+  for (int k = 0; k < R; ++k) {
+    const index_t d = extent_or_one<N>(dst, k), s = extent_or_one<M>(src, k);
+    if (s != d && s != 1) {
+      throw dimension_mismatch("tessera::dimension_mismatch: cannot assign an expression of shape " +
+                               shape_string<M>(src) + " to an array of shape " + shape_string<N>(dst) +
+                               ": dimension " + std::to_string(k) + " has size " + std::to_string(s) +
+                               " in the expression and " + std::to_string(d) +
+                               " in the destination (it must be equal or 1)");
+    }
+  }
+}
+
+}  // namespace detail
+}  // namespace tessera

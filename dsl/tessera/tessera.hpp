@@ -1,0 +1,19 @@
+// SPDX-License-Identifier: Apache-2.0
+// Tessera: the umbrella header, the only one users include.
+#pragma once
+#include <tessera/config.hpp>
+#include <tessera/error.hpp>
+#include <tessera/device.hpp>
+#include <tessera/shape.hpp>
+#include <tessera/placement.hpp>
+#include <tessera/layout.hpp>
+#include <tessera/expr.hpp>
+#include <tessera/functional.hpp>
+#include <tessera/index.hpp>
+#include <tessera/policy.hpp>
+#include <tessera/array.hpp>
+#include <tessera/evaluator.hpp>
+#include <tessera/assign.hpp>
+#include <tessera/transfer.hpp>
+#include <tessera/creation.hpp>
+#include <tessera/io.hpp>

@@ -1,0 +1,57 @@
+# SPDX-License-Identifier: Apache-2.0
+# Sourced by demo.sh and test.sh: checks and installs what the build needs, then configures.
+# Environment: BUILD_DIR (default build/), CMAKE_ARGS (extra cmake arguments).
+set -euo pipefail
+
+ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
+BUILD_DIR=${BUILD_DIR:-$ROOT/build}
+JOBS=$(nproc 2>/dev/null || getconf _NPROCESSORS_ONLN 2>/dev/null || echo 2)
+
+say() { echo "[tessera] $*"; }
+
+# Runs a command as root: directly when root, through passwordless sudo otherwise.
+as_root() {
+  if [ "$(id -u)" -eq 0 ]; then "$@"
+  elif command -v sudo >/dev/null 2>&1 && sudo -n true 2>/dev/null; then sudo "$@"
+  else return 1
+  fi
+}
+
+ensure_tools() {
+  if ! command -v cmake >/dev/null 2>&1; then
+    say "error: cmake is not installed; install cmake >= 3.24 (apt-get install cmake, or pip install cmake)"
+    exit 1
+  fi
+  say "using $(cmake --version | head -n1)"
+  if [ -f /usr/include/doctest/doctest.h ] || [ -f /usr/local/include/doctest/doctest.h ]; then
+    say "doctest: found"
+  elif command -v apt-get >/dev/null 2>&1 && as_root true; then
+    say "doctest: missing, installing it: apt-get update && apt-get install -y doctest-dev"
+    as_root apt-get update -qq
+    as_root env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq doctest-dev
+    say "doctest: installed"
+  else
+    say "doctest: missing and apt-get is not usable here (needs root or passwordless sudo);"
+    say "  install doctest and pass its location, e.g. CMAKE_ARGS=-Ddoctest_DIR=/path/lib/cmake/doctest"
+  fi
+  if command -v ninja >/dev/null 2>&1; then say "generator: Ninja"; else say "generator: Unix Makefiles (ninja not found)"; fi
+  if command -v nvidia-smi >/dev/null 2>&1 && nvidia-smi -L 2>/dev/null | grep -q '^GPU '; then
+    say "GPUs: $(nvidia-smi -L | grep -c '^GPU ') visible; programs run on them"
+  else
+    say "GPUs: none visible; programs run on host devices (TESSERA_HOST_DEVICES=${TESSERA_HOST_DEVICES:-1})"
+  fi
+}
+
+configure() {
+  local gen=()
+  # A build directory keeps the generator it was created with.
+  if [ ! -f "$BUILD_DIR/CMakeCache.txt" ] && command -v ninja >/dev/null 2>&1; then gen=(-G Ninja); fi
+  say "configuring $BUILD_DIR (Release unless CMAKE_ARGS says otherwise) ${CMAKE_ARGS:-}"
+  # shellcheck disable=SC2086 # CMAKE_ARGS is a list of arguments
+  cmake -S "$ROOT" -B "$BUILD_DIR" "${gen[@]}" -DCMAKE_BUILD_TYPE=Release ${CMAKE_ARGS:-}
+}
+
+build() {
+  say "building $* with $JOBS jobs"
+  cmake --build "$BUILD_DIR" --target "$@" -j "$JOBS"
+}
