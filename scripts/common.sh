@@ -27,9 +27,11 @@ ensure_tools() {
     say "doctest: found"
   elif command -v apt-get >/dev/null 2>&1 && as_root true; then
     say "doctest: missing, installing it: apt-get update && apt-get install -y doctest-dev"
-    as_root apt-get update -qq
-    as_root env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq doctest-dev
-    say "doctest: installed"
+    if as_root apt-get update -qq && as_root env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq doctest-dev; then
+      say "doctest: installed"
+    else
+      say "doctest: apt-get failed (offline?); CMake will say what is missing"
+    fi
   else
     say "doctest: missing and apt-get is not usable here (needs root or passwordless sudo);"
     say "  install doctest and pass its location, e.g. CMAKE_ARGS=-Ddoctest_DIR=/path/lib/cmake/doctest"

@@ -304,11 +304,22 @@ TEST_CASE("DeviceScope sets and restores current_device()") {
 
   const DeviceSet gs = tessera::gpus();
   if (gs.empty()) return;
-  {
-    tessera::DeviceScope scope(gs.back());
-    CHECK(rt::get_cuda_device() == gs.back().ordinal());
+  // The scope restores the thread's CUDA device as it was, not the default device.
+  for (Device before : {gs.front(), gs.back()}) {
+    rt::set_device(before.id());
+    {
+      tessera::DeviceScope scope(gs.back());
+      CHECK(rt::get_cuda_device() == gs.back().ordinal());
+      {
+        tessera::DeviceScope inner(gs.front());
+        CHECK(rt::get_cuda_device() == gs.front().ordinal());
+        tessera::DeviceScope host(tessera::host_devices(1)[0]);
+        CHECK(rt::get_cuda_device() == gs.front().ordinal());
+      }
+      CHECK(rt::get_cuda_device() == gs.back().ordinal());
+    }
+    CHECK(rt::get_cuda_device() == before.ordinal());
   }
-  if (!ds.front().is_host()) CHECK(rt::get_cuda_device() == ds.front().ordinal());
 }
 
 TEST_CASE("streams, set_device, synchronize and check_launch") {

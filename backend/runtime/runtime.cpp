@@ -6,7 +6,7 @@
 #include <cstdlib>
 #include <cstring>
 #include <string>
-#include <string_view>
+#include <vector>
 
 namespace tessera {
 namespace detail::rt {
@@ -19,6 +19,8 @@ thread_local int tl_current = -1;
 // The thread's CUDA device as last set or read by the runtime (-1: not known yet). Lets
 // set_device skip cudaSetDevice when nothing changes.
 thread_local int tl_cuda_device = -1;
+// The CUDA devices to restore when the thread's active DeviceScopes end, innermost last.
+thread_local std::vector<int> tl_saved_cuda;
 
 bool debug_sync() {
   static const bool on = [] {
@@ -339,18 +341,33 @@ void synchronize() {
 void synchronize(Device d) { detail::rt::synchronize_device(d.id()); }
 
 DeviceScope::DeviceScope(Device d) : previous_(detail::rt::tl_current) {
-  detail::rt::set_device(d.id());  // validates the id; cudaSetDevice for GPUs
-  detail::rt::tl_current = d.id();
+  using namespace detail::rt;
+#if TESSERA_HAS_CUDA
+  // The CUDA device is saved on a per-thread stack (scopes nest, and the public class has no
+  // room for it), so the exit restores exactly what the caller had, like torch.cuda.device.
+  int saved = -1;
+  if (get().gpu_count > 0) {
+    if (tl_cuda_device < 0) (void)get_cuda_device();
+    saved = tl_cuda_device;
+  }
+  set_device(d.id());  // validates the id; cudaSetDevice for GPUs
+  tl_saved_cuda.push_back(saved);
+#else
+  (void)info(d.id());
+#endif
+  tl_current = d.id();
 }
 
 DeviceScope::~DeviceScope() {
-  detail::rt::tl_current = previous_.id();
-  try {
-    const Device back = previous_.id() >= 0 ? previous_ : detail::rt::default_devices().set.front();
-    detail::rt::set_device(back.id());
-  } catch (...) {
-    // A destructor must not throw; the CUDA device stays where the scope put it.
-  }
+  using namespace detail::rt;
+  tl_current = previous_.id();
+#if TESSERA_HAS_CUDA
+  if (tl_saved_cuda.empty()) return;
+  const int saved = tl_saved_cuda.back();
+  tl_saved_cuda.pop_back();
+  if (saved >= 0 && saved != tl_cuda_device && cudaSetDevice(saved) == cudaSuccess) tl_cuda_device = saved;
+  (void)cudaGetLastError();  // a destructor must not throw; a failed restore leaves d current
+#endif
 }
 
 }  // namespace tessera

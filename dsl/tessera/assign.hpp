@@ -12,7 +12,9 @@
 #endif
 
 #include <cstdint>
+#include <exception>
 #include <string>
+#include <thread>
 #include <vector>
 
 namespace tessera::detail {
@@ -30,7 +32,9 @@ struct ShardContext {
   bool linear = true, aligned = true, hazard = false;
   index_t max_offset = 0;
   int operand = 0;
-  std::string dst_description;
+  // Described only when an error message needs it: string building costs more than a launch.
+  const void* dst = nullptr;
+  std::string (*describe_dst)(const void*) = nullptr;
 };
 
 inline std::string box_string(const index_t* lo, const index_t* ext, int n) {
@@ -92,7 +96,7 @@ LeafEval<T, N> build(const ArrayLeaf<T, M>& leaf, ShardContext<N>& c) {
     throw placement_mismatch(
         "tessera::placement_mismatch: operand #" + std::to_string(operand) + " (" + shape_string<M>(l.shape) + ", " +
         describe_placement(l) + ") has no part on " + c.device.name() + " holding indices " + box_string(lo, len, M) +
-        ", which the destination (" + c.dst_description + ") computes there. Operands must share the destination's "
+        ", which the destination (" + c.describe_dst(c.dst) + ") computes there. Operands must share the destination's "
         "shard dimension and block boundaries, be replicated, or be replicated with size 1 along the shard "
         "dimension; nothing is moved between devices implicitly. Fix: create the operand with the destination's "
         "placement, or replicate() it.");
@@ -163,6 +167,9 @@ void dispatch(const ShardTask<Out, E, N>& t, Device d, int shard) {
   }
 }
 
+template <class Planned>
+void run_plan(std::vector<Planned>& plan, execution_policy pol);
+
 template <class T, int N, class Node>
 void assign_node(const Layout<T, N>& dst, const Node& node, execution_policy pol) {
   static_assert(Node::rank <= N || N >= 0, "");
@@ -185,14 +192,16 @@ void assign_node(const Layout<T, N>& dst, const Node& node, execution_policy pol
   std::vector<Planned> plan;
   plan.reserve(dst.parts.size());
   bool hazard = false;
-  std::string dst_description;
   for (std::size_t s = 0; s < dst.parts.size(); ++s) {
     const auto& p = dst.parts[s];
     const index_t n = volume<N>(p.extent);
     if (n == 0) continue;
-    if (dst_description.empty()) dst_description = shape_string<N>(dst.shape) + ", " + describe_placement(dst);
     ShardContext<N> c{p.device, dst.shape, p.origin, p.extent, nullptr, nullptr, p.ptr, p.stride, p.buf.get()};
-    c.dst_description = dst_description;
+    c.dst = &dst;
+    c.describe_dst = [](const void* l) {
+      const auto& d = *static_cast<const Layout<T, N>*>(l);
+      return shape_string<N>(d.shape) + ", " + describe_placement(d);
+    };
     auto [olo, ohi] = byte_span<N>(p.ptr, p.stride.data(), p.extent.data());
     c.out_lo = olo;
     c.out_hi = ohi;
@@ -215,17 +224,48 @@ void assign_node(const Layout<T, N>& dst, const Node& node, execution_policy pol
     assign_node(dst, ArrayLeaf<T, N>{tmp}, pol);
     return;
   }
+  run_plan(plan, pol);
+}
+
+// Host shards of one assignment run concurrently (one thread each) when there are several and
+// they are large enough to pay for a thread; GPU shards are launched from this thread.
+inline constexpr index_t host_parallel_threshold = index_t(1) << 16;
+
+template <class Planned>
+void run_plan(std::vector<Planned>& plan, execution_policy pol) {
+  auto threaded = [&](const Planned& pl) {
+    return !pol.sequential && pl.device.is_host() && pl.task.n >= host_parallel_threshold;
+  };
+  std::size_t n_threaded = 0;
+  for (auto& pl : plan) n_threaded += threaded(pl) ? 1 : 0;
+  if (n_threaded < 2) n_threaded = 0;  // one big host shard runs inline
+  std::vector<std::thread> workers;
+  std::vector<std::exception_ptr> errors(plan.size());
+  std::exception_ptr first;
   const int saved = rt::get_cuda_device();
   try {
-    for (auto& pl : plan) {
-      dispatch(pl.task, pl.device, pl.shard);
-      if (pol.sequential) rt::synchronize_device(pl.device.id());
+    for (std::size_t i = 0; i < plan.size(); ++i) {
+      if (n_threaded && threaded(plan[i])) {
+        workers.emplace_back([&plan, &errors, i] {
+          try {
+            host::run(plan[i].task);
+          } catch (...) {
+            errors[i] = std::current_exception();
+          }
+        });
+        continue;
+      }
+      dispatch(plan[i].task, plan[i].device, plan[i].shard);
+      if (pol.sequential) rt::synchronize_device(plan[i].device.id());
     }
   } catch (...) {
-    rt::restore_cuda_device(saved);
-    throw;
+    first = std::current_exception();
   }
+  for (auto& w : workers) w.join();
   rt::restore_cuda_device(saved);
+  for (auto& e : errors)
+    if (!first && e) first = e;
+  if (first) std::rethrow_exception(first);
 }
 
 // Fresh contiguous storage with the same devices and boxes as `l`.
