@@ -15,8 +15,9 @@ namespace tessera::detail::cuda {
 
 inline constexpr int block_threads = 256;
 // Vector chunks in flight per thread per iteration: loads of all chunks are issued before any
-// store, so each thread keeps U * 16 bytes per operand in flight.
-inline constexpr int unroll = 4;
+// store, so each thread keeps unroll * 16 bytes per operand in flight. Measured on an H200 at
+// 2^28 floats (c = a + b, one pass): unroll 2 gives 1.033x memcpy, 4 gives 1.029x, 8 1.023x.
+inline constexpr int unroll = 2;
 
 template <class I, class Out, class E, int N>
 __global__ void __launch_bounds__(block_threads) elementwise_kernel(const ShardTask<Out, E, N> t) {
@@ -77,7 +78,10 @@ void run(const ShardTask<Out, E, N>& t, int device, int shard) {
   index_t work = t.n;
   if (t.mode == path::vector) work = (t.n / Task::K + unroll - 1) / unroll;
   index_t blocks = (work + block_threads - 1) / block_threads;
-  const index_t cap = static_cast<index_t>(info.sm_count > 0 ? info.sm_count : 1) * 64;
+  // The vector path runs one pass (a grid-stride loop capped at 64 blocks per SM cost 3% of
+  // bandwidth at 2^28 floats); the scalar paths keep the cap, which also bounds the grid size.
+  const index_t cap = t.mode == path::vector ? index_t(0x7fffffff)
+                                             : static_cast<index_t>(info.sm_count > 0 ? info.sm_count : 1) * 64;
   if (blocks > cap) blocks = cap;
   if (blocks < 1) blocks = 1;
   auto stream = static_cast<cudaStream_t>(rt::stream(device));

@@ -1,0 +1,325 @@
+// SPDX-License-Identifier: Apache-2.0
+// Benchmark support on GPUs: every CUDA runtime call a benchmark needs lives here, so that
+// bench/ holds none. Include only from translation units compiled by nvcc:
+//
+//   #if defined(__CUDACC__)
+//   #include <backend/cuda/bench_support.cuh>
+//   #endif
+//
+//  * event_timer / time_ms: CUDA-event timing of work queued on Tessera's per-device streams,
+//    over one or several GPUs (fan-out from one start event, fan-in to one end event).
+//  * memcpy_ms: the cudaMemcpy device-to-device baseline.
+//  * reference_ms: plain-CUDA references (cub::DeviceTransform, a hand-written float4 kernel),
+//    to tell what the GPU allows from what Tessera reaches.
+//  * empty_launch_us: the host cost of a bare (empty) kernel launch.
+//
+// Every CUDA call is checked; a failure throws tessera::backend_error naming the call and the
+// device. Device switches go through the runtime (rt::set_device), never cudaSetDevice
+// directly, so the runtime's cached current device stays right.
+#pragma once
+#if !defined(__CUDACC__)
+#error "backend/cuda/bench_support.cuh needs nvcc; guard its #include with #if defined(__CUDACC__)"
+#endif
+#include <backend/host/bench_support.hpp>
+#include <backend/runtime/runtime.hpp>
+#include <tessera/device.hpp>
+#include <tessera/error.hpp>
+
+#include <cub/device/device_transform.cuh>
+#include <cuda_runtime.h>
+
+#include <cstddef>
+#include <cstdint>
+#include <string>
+#include <utility>
+#include <vector>
+
+namespace tessera::bench::cuda {
+
+// Throws backend_error "bench: <call> failed on cuda:<n>: <name> (<text>)".
+inline void check(cudaError_t e, const char* call, Device d) {
+  if (e == cudaSuccess) return;
+  (void)cudaGetLastError();  // clear the sticky slot so that later launches are not blamed
+  throw backend_error(std::string("bench: ") + call + " failed on " + d.name() + ": " + cudaGetErrorName(e) + " (" +
+                      cudaGetErrorString(e) + ")");
+}
+
+inline cudaStream_t stream_of(Device d) { return static_cast<cudaStream_t>(detail::rt::stream(d.id())); }
+
+template <class = void>
+__global__ void empty_kernel() {}
+
+// Keeps a stream busy for `ns` nanoseconds, so that the host can queue the timed work behind it:
+// the measurement then holds GPU time only, not the host's launch latency.
+template <class = void>
+__global__ void spin_kernel(unsigned long long ns) {
+  unsigned long long t0 = 0, t = 0;
+  asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(t0));
+  do {
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 700
+    __nanosleep(500);
+#endif
+    asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(t));
+  } while (t - t0 < ns);
+}
+
+// Times the work queued between start() and stop() on the streams of `devs` (Tessera's
+// streams): start() blocks every stream behind a spin kernel and records one start event on
+// devs[0]'s stream, which every other stream waits for; stop() records a stop event on each
+// stream, joins them on devs[0]'s stream and returns the elapsed milliseconds from the start
+// to the last device's end. late() counts timings where the spin had already run out when
+// stop() was reached (the host queued too slowly: those include host gaps; raise spin_us).
+class event_timer {
+ public:
+  event_timer(DeviceSet devs, double spin_us)
+      : devs_(std::move(devs)), spin_ns_(static_cast<unsigned long long>(spin_us * 1e3)) {
+    if (devs_.empty()) throw invalid_argument("bench: event_timer needs at least one GPU");
+    stops_.assign(devs_.size(), nullptr);
+    try {
+      for (std::size_t i = 0; i < devs_.size(); ++i) {
+        detail::rt::set_device(devs_[i].id());
+        check(cudaEventCreate(&stops_[i]), "cudaEventCreate", devs_[i]);
+      }
+      detail::rt::set_device(devs_[0].id());
+      check(cudaEventCreate(&start_), "cudaEventCreate", devs_[0]);
+      check(cudaEventCreate(&end_), "cudaEventCreate", devs_[0]);
+    } catch (...) {
+      release();
+      throw;
+    }
+  }
+  ~event_timer() { release(); }
+  event_timer(const event_timer&) = delete;
+  event_timer& operator=(const event_timer&) = delete;
+
+  void start() {
+    for (auto d : devs_) {
+      detail::rt::set_device(d.id());
+      spin_kernel<<<1, 1, 0, stream_of(d)>>>(spin_ns_);
+      check(cudaGetLastError(), "spin_kernel<<<1, 1>>>", d);
+    }
+    detail::rt::set_device(devs_[0].id());
+    check(cudaEventRecord(start_, stream_of(devs_[0])), "cudaEventRecord", devs_[0]);
+    for (std::size_t i = 1; i < devs_.size(); ++i) {
+      detail::rt::set_device(devs_[i].id());
+      check(cudaStreamWaitEvent(stream_of(devs_[i]), start_, 0), "cudaStreamWaitEvent", devs_[i]);
+    }
+  }
+
+  double stop() {
+    const cudaError_t q = cudaEventQuery(start_);
+    if (q == cudaSuccess) ++late_;
+    else if (q != cudaErrorNotReady) check(q, "cudaEventQuery", devs_[0]);
+    for (std::size_t i = 0; i < devs_.size(); ++i) {
+      detail::rt::set_device(devs_[i].id());
+      check(cudaEventRecord(stops_[i], stream_of(devs_[i])), "cudaEventRecord", devs_[i]);
+    }
+    detail::rt::set_device(devs_[0].id());
+    const cudaStream_t s0 = stream_of(devs_[0]);
+    for (std::size_t i = 1; i < devs_.size(); ++i)
+      check(cudaStreamWaitEvent(s0, stops_[i], 0), "cudaStreamWaitEvent", devs_[0]);
+    check(cudaEventRecord(end_, s0), "cudaEventRecord", devs_[0]);
+    check(cudaEventSynchronize(end_), "cudaEventSynchronize", devs_[0]);
+    float ms = 0;
+    check(cudaEventElapsedTime(&ms, start_, end_), "cudaEventElapsedTime", devs_[0]);
+    return ms;
+  }
+
+  int late() const { return late_; }
+
+ private:
+  void release() noexcept {
+    for (auto& e : stops_) destroy(e);
+    destroy(start_);
+    destroy(end_);
+    (void)cudaGetLastError();
+  }
+
+  static void destroy(cudaEvent_t& e) noexcept {
+    if (e) (void)cudaEventDestroy(e);
+    e = nullptr;
+  }
+
+  DeviceSet devs_;
+  unsigned long long spin_ns_;
+  cudaEvent_t start_ = nullptr, end_ = nullptr;
+  std::vector<cudaEvent_t> stops_;
+  int late_ = 0;
+};
+
+// Milliseconds of `work()` per call, measured with an event_timer over `devs`: `warmup`
+// untimed calls, then `reps` timed ones. `late`, when given, receives event_timer::late().
+template <class F>
+std::vector<double> time_ms(const DeviceSet& devs, int warmup, int reps, F&& work, double spin_us,
+                            int* late = nullptr) {
+  for (int i = 0; i < warmup; ++i) work();
+  for (auto d : devs) synchronize(d);
+  event_timer timer(devs, spin_us);
+  std::vector<double> ms;
+  ms.reserve(static_cast<std::size_t>(reps));
+  for (int i = 0; i < reps; ++i) {
+    timer.start();
+    work();
+    ms.push_back(timer.stop());
+  }
+  if (late) *late = timer.late();
+  return ms;
+}
+
+// Device memory for the baseline (cudaMalloc), freed on scope exit.
+class device_buffer {
+ public:
+  device_buffer(Device d, std::size_t bytes) : d_(d) {
+    detail::rt::set_device(d.id());
+    check(cudaMalloc(&p_, bytes ? bytes : 1), "cudaMalloc", d);
+  }
+  ~device_buffer() {
+    try {
+      detail::rt::set_device(d_.id());
+    } catch (...) {
+    }
+    (void)cudaFree(p_);
+    (void)cudaGetLastError();
+  }
+  device_buffer(const device_buffer&) = delete;
+  device_buffer& operator=(const device_buffer&) = delete;
+  void* get() const { return p_; }
+
+ private:
+  Device d_;
+  void* p_ = nullptr;
+};
+
+// The baseline: cudaMemcpyAsync device to device of `bytes` on one GPU (cudaMalloc'd buffers,
+// Tessera's stream), in ms per copy; each sample times `batch` copies back to back. Throws
+// out_of_memory (the runtime's guard) when the two buffers exceed the device's free memory.
+inline std::vector<double> memcpy_ms(Device d, std::size_t bytes, int warmup, int reps, int batch, double spin_us,
+                                     int* late = nullptr) {
+  detail::rt::check_free(d.id(), 2 * bytes + (std::size_t(64) << 20));  // 64 MiB of headroom
+  device_buffer src(d, bytes), dst(d, bytes);
+  const cudaStream_t s = stream_of(d);
+  check(cudaMemsetAsync(src.get(), 1, bytes, s), "cudaMemsetAsync", d);
+  check(cudaMemsetAsync(dst.get(), 0, bytes, s), "cudaMemsetAsync", d);
+  auto ms = time_ms(
+      DeviceSet{d}, warmup, reps,
+      [&] {
+        detail::rt::set_device(d.id());
+        for (int k = 0; k < batch; ++k)
+          check(cudaMemcpyAsync(dst.get(), src.get(), bytes, cudaMemcpyDeviceToDevice, s), "cudaMemcpyAsync", d);
+      },
+      spin_us, late);
+  check(cudaStreamSynchronize(s), "cudaStreamSynchronize", d);
+  for (auto& m : ms) m /= batch;
+  return ms;
+}
+
+// -- reference kernels (not Tessera): what plain CUDA reaches on the same GPU ------------------------
+
+struct add_op {
+  __device__ float operator()(float x, float y) const { return x + y; }
+};
+struct sin_expr_op {
+  __device__ float operator()(float x, float y) const { return sinf(x) * y + 2.f * x; }
+};
+
+// c = a + b with 16-byte loads, U float4 per thread, one pass (no grid-stride loop).
+template <int U>
+__global__ void __launch_bounds__(256) add_float4_kernel(const float4* a, const float4* b, float4* c, std::size_t n4) {
+  const std::size_t base = std::size_t(blockIdx.x) * 256 * U + threadIdx.x;
+  float4 x[U], y[U];
+#pragma unroll
+  for (int u = 0; u < U; ++u) {
+    const std::size_t i = base + std::size_t(u) * 256;
+    if (i < n4) {
+      x[u] = a[i];
+      y[u] = b[i];
+    }
+  }
+#pragma unroll
+  for (int u = 0; u < U; ++u) {
+    const std::size_t i = base + std::size_t(u) * 256;
+    if (i < n4) c[i] = make_float4(x[u].x + y[u].x, x[u].y + y[u].y, x[u].z + y[u].z, x[u].w + y[u].w);
+  }
+}
+
+enum class reference { cub_add, cub_sin_expr, float4_add };
+
+inline const char* reference_name(reference r) {
+  switch (r) {
+    case reference::cub_add: return "cub::DeviceTransform a + b";
+    case reference::cub_sin_expr: return "cub::DeviceTransform sin expr";
+    default: return "hand-written float4 a + b";
+  }
+}
+
+// ms per run of a reference kernel over n floats (c = f(a, b), cudaMalloc'd buffers) on one
+// GPU, timed like everything else. n must be a multiple of 4 for float4_add.
+inline std::vector<double> reference_ms(Device d, std::size_t n, reference which, int warmup, int reps, int batch,
+                                        double spin_us, int* late = nullptr) {
+  const std::size_t bytes = n * sizeof(float);
+  detail::rt::check_free(d.id(), 3 * bytes + (std::size_t(64) << 20));
+  device_buffer a(d, bytes), b(d, bytes), c(d, bytes);
+  const cudaStream_t s = stream_of(d);
+  check(cudaMemsetAsync(a.get(), 0x3f, bytes, s), "cudaMemsetAsync", d);  // 0.747f everywhere
+  check(cudaMemsetAsync(b.get(), 0x3f, bytes, s), "cudaMemsetAsync", d);
+  const auto* pa = static_cast<const float*>(a.get());
+  const auto* pb = static_cast<const float*>(b.get());
+  auto* pc = static_cast<float*>(c.get());
+  auto run_once = [&] {
+    switch (which) {
+      case reference::cub_add:
+        check(cub::DeviceTransform::Transform(::cuda::std::make_tuple(pa, pb), pc, static_cast<std::int64_t>(n),
+                                              add_op{}, s),
+              "cub::DeviceTransform::Transform", d);
+        break;
+      case reference::cub_sin_expr:
+        check(cub::DeviceTransform::Transform(::cuda::std::make_tuple(pa, pb), pc, static_cast<std::int64_t>(n),
+                                              sin_expr_op{}, s),
+              "cub::DeviceTransform::Transform", d);
+        break;
+      case reference::float4_add: {
+        constexpr int U = 4;
+        const std::size_t n4 = n / 4;
+        const std::size_t blocks = (n4 + 256 * U - 1) / (256 * U);
+        add_float4_kernel<U><<<static_cast<unsigned>(blocks ? blocks : 1), 256, 0, s>>>(
+            reinterpret_cast<const float4*>(pa), reinterpret_cast<const float4*>(pb), reinterpret_cast<float4*>(pc),
+            n4);
+        check(cudaGetLastError(), "add_float4_kernel", d);
+        break;
+      }
+    }
+  };
+  auto ms = time_ms(
+      DeviceSet{d}, warmup, reps,
+      [&] {
+        detail::rt::set_device(d.id());
+        for (int k = 0; k < batch; ++k) run_once();
+      },
+      spin_us, late);
+  check(cudaStreamSynchronize(s), "cudaStreamSynchronize", d);
+  for (auto& m : ms) m /= batch;
+  return ms;
+}
+
+// Host microseconds per bare kernel launch: `n` launches of an empty kernel <<<1, 1>>> on each
+// device of `devs` in turn (switching devices as a multi-GPU dispatch does), each checked with
+// cudaGetLastError like Tessera's launch helper, without synchronizing inside the loop; the
+// clock stops before the final synchronize. Divided by the number of launches.
+inline double empty_launch_us(const DeviceSet& devs, int n) {
+  auto launch_all = [&] {
+    for (auto d : devs) {
+      detail::rt::set_device(d.id());
+      empty_kernel<<<1, 1, 0, stream_of(d)>>>();
+      check(cudaGetLastError(), "empty_kernel<<<1, 1>>>", d);
+    }
+  };
+  for (int i = 0; i < 200; ++i) launch_all();  // warm-up: module load, first-launch costs
+  for (auto d : devs) check(cudaStreamSynchronize(stream_of(d)), "cudaStreamSynchronize", d);
+  const double t0 = host_seconds();
+  for (int i = 0; i < n; ++i) launch_all();
+  const double t1 = host_seconds();
+  for (auto d : devs) check(cudaStreamSynchronize(stream_of(d)), "cudaStreamSynchronize", d);
+  return (t1 - t0) * 1e6 / (double(n > 0 ? n : 1) * double(devs.size()));
+}
+
+}  // namespace tessera::bench::cuda
