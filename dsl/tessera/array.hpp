@@ -159,10 +159,16 @@ class Array : public detail::ArrayBase<Array<T, N>, T, N> {
   template <expression E>
     requires(!std::is_same_v<std::remove_cvref_t<E>, Array>)
   Array& operator=(E&& e) {
-    if (!l_) {
+    constexpr int M = detail::node_t<E>::rank;
+    static_assert(M <= N, "TESSERA_RANK_MISMATCH: the expression has a higher rank than the destination");
+    if (l_) {
+      detail::assign_node(*l_, detail::to_node(std::forward<E>(e)), par);
+    } else if constexpr (M == N) {
       l_ = materialize_as(std::forward<E>(e));
     } else {
-      detail::assign_node(*l_, detail::to_node(std::forward<E>(e)), par);
+      throw invalid_argument("tessera: a default-constructed Array of rank " + std::to_string(N) +
+                             " cannot take the shape of a rank-" + std::to_string(M) +
+                             " expression; construct it with a shape first");
     }
     return *this;
   }

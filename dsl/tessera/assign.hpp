@@ -172,14 +172,12 @@ void run_plan(std::vector<Planned>& plan, execution_policy pol);
 
 template <class T, int N, class Node>
 void assign_node(const Layout<T, N>& dst, const Node& node, execution_policy pol) {
-  static_assert(Node::rank <= N || N >= 0, "");
   // Instantiate: the expression's shape must broadcast to the destination's.
   const auto src_shape = node.shape();
   check_assignable<N, Node::rank>(dst.shape, src_shape);
-  if constexpr (Node::rank > N) {
-    // Extra trailing dimensions of size 1 are allowed (checked above); evaluate as rank N.
-    static_assert(Node::rank <= N, "TESSERA_RANK_MISMATCH: the expression has a higher rank than the destination");
-  }
+  // Unlike Julia, an expression of higher rank than its destination is a compile error even when
+  // its extra dimensions have size 1: take a view that drops them instead.
+  static_assert(Node::rank <= N, "TESSERA_RANK_MISMATCH: the expression has a higher rank than the destination");
   using E = eval_t<Node, N>;
   using Task = ShardTask<OutEval<T, N>, E, N>;
   // Build every shard's evaluator before launching anything: a placement error leaves every

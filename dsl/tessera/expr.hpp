@@ -70,7 +70,10 @@ struct Broadcasted {
         [](const auto&... a) {
           Shape<rank> s;
           s.fill(1);
-          ((s = broadcast_shapes<rank, std::decay_t<decltype(a)>::rank>(s, a.shape())), ...);
+          int r = 0;
+          ((s = broadcast_into<rank, std::decay_t<decltype(a)>::rank>(s, r, a.shape()),
+            r = r > std::decay_t<decltype(a)>::rank ? r : std::decay_t<decltype(a)>::rank),
+           ...);
           return s;
         },
         args);

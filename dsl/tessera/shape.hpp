@@ -76,6 +76,32 @@ Shape<(N > M ? N : M)> broadcast_shapes(const Shape<N>& a, const Shape<M>& b) {
   return out;
 }
 
+// Folds one more operand shape `b` into `acc`, whose first `acc_rank` dimensions are those of
+// the operands folded so far; error messages print the operands' own ranks.
+template <int R, int M>
+Shape<R> broadcast_into(const Shape<R>& acc, int acc_rank, const Shape<M>& b) {
+  Shape<R> out = acc;
+  for (int k = 0; k < R; ++k) {
+    const index_t x = acc[k], y = extent_or_one<M>(b, k);
+    if (x == y || y == 1) continue;
+    if (x == 1) {
+      out[k] = y;
+      continue;
+    }
+    std::string lhs;
+    if (acc_rank == 0) {
+      lhs = "0-dimensional";
+    } else {
+      for (int j = 0; j < acc_rank; ++j) lhs += (j ? "×" : "") + std::to_string(acc[j]);
+      if (acc_rank == 1) lhs += "-element";
+    }
+    throw dimension_mismatch("tessera::dimension_mismatch: cannot broadcast shapes " + lhs + " and " +
+                             shape_string<M>(b) + ": dimension " + std::to_string(k) + " has sizes " +
+                             std::to_string(x) + " and " + std::to_string(y) + " (each must equal the other or be 1)");
+  }
+  return out;
+}
+
 // The source of an assignment must broadcast to the destination's shape without growing it.
 template <int N, int M>
 void check_assignable(const Shape<N>& dst, const Shape<M>& src) {
