@@ -358,6 +358,17 @@ DeviceScope::DeviceScope(Device d) : previous_(detail::rt::tl_current) {
   tl_current = d.id();
 }
 
+static Device default_device_at(int index) {
+  const DeviceSet ds = devices();
+  if (index < 0 || index >= static_cast<int>(ds.size())) {
+    throw invalid_argument("tessera: DeviceScope(" + std::to_string(index) + "): expected an index into devices(), in [0, " +
+                           std::to_string(ds.size()) + ")");
+  }
+  return ds[static_cast<std::size_t>(index)];
+}
+
+DeviceScope::DeviceScope(int index) : DeviceScope(default_device_at(index)) {}
+
 DeviceScope::~DeviceScope() {
   using namespace detail::rt;
   tl_current = previous_.id();

@@ -54,7 +54,8 @@ void print_topology(std::ostream& os);
 class DeviceScope {
  public:
   explicit DeviceScope(Device d);
-  explicit DeviceScope(int gpu_index) : DeviceScope(devices().at(static_cast<std::size_t>(gpu_index))) {}
+  // The index-th device of devices() (CUDA.jl's device!(i)); throws invalid_argument when out of range.
+  explicit DeviceScope(int index);
   ~DeviceScope();
   DeviceScope(const DeviceScope&) = delete;
   DeviceScope& operator=(const DeviceScope&) = delete;

@@ -7,6 +7,7 @@
 #include <tessera/placement.hpp>
 #include <tessera/shape.hpp>
 
+#include <limits>
 #include <memory>
 #include <string>
 #include <vector>
@@ -94,6 +95,19 @@ Geometry<N> geometry_from_placement(const Shape<N>& shape, const Placement& p) {
                              " in dimension " + std::to_string(k));
     }
   }
+  // An element count beyond index_t would wrap the byte count and slip past the memory guard.
+  bool has_zero = false;
+  for (int k = 0; k < N; ++k) has_zero = has_zero || shape[k] == 0;
+  if (!has_zero) {
+    index_t count = 1;
+    for (int k = 0; k < N; ++k) {
+      if (count > std::numeric_limits<index_t>::max() / shape[k]) {
+        throw invalid_argument("tessera: the shape " + shape_string<N>(shape) +
+                               " has more elements than a 64-bit index can count");
+      }
+      count *= shape[k];
+    }
+  }
   Geometry<N> g{shape, -1, false, {}};
   DeviceSet devs = p.devices.empty() ? devices() : p.devices;
   if (devs.empty()) throw invalid_argument("tessera: a placement needs at least one device, found none");
@@ -136,8 +150,9 @@ Geometry<N> geometry_from_placement(const Shape<N>& shape, const Placement& p) {
 template <class T, int N>
 Layout<T, N> allocate_layout(const Geometry<N>& g, memory mem) {
   for (auto& b : g.boxes) {
-    const index_t n = volume<N>(b.extent);
-    if (n > 0) rt::check_free(b.device.id(), static_cast<std::size_t>(n) * sizeof(T));
+    const auto n = static_cast<std::size_t>(volume<N>(b.extent));
+    const std::size_t max_n = std::numeric_limits<std::size_t>::max() / sizeof(T);
+    if (n > 0) rt::check_free(b.device.id(), n > max_n ? std::numeric_limits<std::size_t>::max() : n * sizeof(T));
   }
   Layout<T, N> l;
   l.shape = g.shape;
