@@ -46,8 +46,8 @@ inline Resolved resolve(const Range& r, index_t n, int dim) {
     const index_t hi = r.step > 0 ? r.first + (count - 1) * r.step : r.first;
     if (lo < 0 || hi >= n) {
       throw out_of_bounds("tessera: range(" + std::to_string(r.first) + ", " + std::to_string(r.last) + ", " +
-                          std::to_string(r.step) + ") in dimension " + std::to_string(dim) + " reaches index " +
-                          std::to_string(lo < 0 ? lo : hi) + ", outside [0, " + std::to_string(n) + ")");
+                          std::to_string(r.step) + ") in dimension " + std::to_string(dim) + " spans indices " +
+                          std::to_string(lo) + " to " + std::to_string(hi) + ", outside [0, " + std::to_string(n) + ")");
     }
   }
   return {r.first, r.step, count, false};
