@@ -68,7 +68,7 @@ __global__ void __launch_bounds__(block_threads) elementwise_kernel(const ShardT
 template <class Out, class E, int N>
 void run(const ShardTask<Out, E, N>& t, int device, int shard) {
   using Task = ShardTask<Out, E, N>;
-  static_assert(std::is_trivially_copyable_v<Task>,
+  static_assert(device_copyable<Task>::value,
                 "TESSERA_EVALUATOR_NOT_TRIVIALLY_COPYABLE: kernel parameters are copied bytewise");
   static_assert(sizeof(Task) <= 32764,
                 "TESSERA_EXPRESSION_TOO_LARGE: the evaluator exceeds the 32764-byte kernel parameter limit; "

@@ -33,4 +33,19 @@ concept element_type = std::is_same_v<T, bool> || std::is_same_v<T, std::int32_t
 template <class T>
 concept scalar_type = std::is_arithmetic_v<std::remove_cvref_t<T>>;
 
+// nvcc wraps a __host__ __device__ lambda that captures in a closure type that is not
+// trivially copyable; such closures are still copied to the device bytewise by nvcc itself.
+#if defined(__CUDACC__) && defined(__CUDACC_EXTENDED_LAMBDA__)
+template <class F>
+inline constexpr bool is_extended_lambda_v = __nv_is_extended_host_device_lambda_closure_type(F) ||
+                                             __nv_is_extended_device_lambda_closure_type(F);
+#else
+template <class F>
+inline constexpr bool is_extended_lambda_v = false;
+#endif
+
+// What may be copied to a device as (part of) a kernel parameter.
+template <class F>
+inline constexpr bool device_copyable_functor_v = std::is_trivially_copyable_v<F> || is_extended_lambda_v<F>;
+
 }  // namespace tessera

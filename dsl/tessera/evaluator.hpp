@@ -230,4 +230,14 @@ struct ShardTask {
   }();
 };
 
+// Evaluators are trivially copyable, except that a node's functor may be an nvcc extended lambda.
+template <class T>
+struct device_copyable : std::is_trivially_copyable<T> {};
+template <class F, class... E>
+struct device_copyable<NodeEval<F, E...>>
+    : std::bool_constant<device_copyable_functor_v<F> && (device_copyable<E>::value && ...)> {};
+template <class Out, class E, int N>
+struct device_copyable<ShardTask<Out, E, N>>
+    : std::bool_constant<std::is_trivially_copyable_v<Out> && device_copyable<E>::value> {};
+
 }  // namespace tessera::detail

@@ -56,7 +56,7 @@ constexpr int max_rank() {
 // -- the node ---------------------------------------------------------------------------------
 template <class F, class... Args>
 struct Broadcasted {
-  static_assert(std::is_trivially_copyable_v<F>,
+  static_assert(device_copyable_functor_v<F>,
                 "TESSERA_FUNCTOR_NOT_TRIVIALLY_COPYABLE: functors are copied to every device; they must "
                 "not own resources or capture by reference");
   using value_type = std::invoke_result_t<const F&, typename Args::value_type...>;
@@ -108,7 +108,7 @@ using scalar_norm_t = std::conditional_t<
                                           std::int32_t, std::int64_t>>>;
 
 // NumPy 2 / JAX weak scalars: the array's type wins, except that a floating scalar makes an
-// integer or bool array double, and an integer scalar makes a bool array integer.
+// integer array double, and a bool array takes the scalar's (normalized) type.
 template <class V, class S>
 using weak_t = std::conditional_t<
     std::is_floating_point_v<V>, V,

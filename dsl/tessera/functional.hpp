@@ -137,7 +137,7 @@ struct abs {
 struct min {
   template <class A, class B>
   TS_HD auto operator()(A a, B b) const {
-    using C = arith_t<A, B>;
+    using C = std::conditional_t<std::is_same_v<A, bool> && std::is_same_v<B, bool>, bool, arith_t<A, B>>;
     const C x = a, y = b;
     if constexpr (std::is_floating_point_v<C>) {
       if (x != x) return x;
@@ -149,7 +149,7 @@ struct min {
 struct max {
   template <class A, class B>
   TS_HD auto operator()(A a, B b) const {
-    using C = arith_t<A, B>;
+    using C = std::conditional_t<std::is_same_v<A, bool> && std::is_same_v<B, bool>, bool, arith_t<A, B>>;
     const C x = a, y = b;
     if constexpr (std::is_floating_point_v<C>) {
       if (x != x) return x;
@@ -168,10 +168,10 @@ struct pow {
     if constexpr (std::is_integral_v<C>) {
       C base = a, e = b, r = 1;
       if (e < 0) return base == 1 ? C(1) : base == C(-1) ? ((e & 1) ? C(-1) : C(1)) : C(0);
-      while (e > 0) {
+      while (e > 0) {  // square only while bits remain, so no intermediate overflows
         if (e & 1) r *= base;
-        base *= base;
         e >>= 1;
+        if (e) base *= base;
       }
       return r;
     } else if constexpr (std::is_same_v<C, float>) {
