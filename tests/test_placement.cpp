@@ -310,6 +310,7 @@ TEST_CASE("placement: on(device) keeps the whole array on one device") {
 }
 
 TEST_CASE("placement: the default is shard(N - 1) over devices(); 0-d arrays are replicated") {
+  if (tessera_test::skip_without_gpu()) return;
   const DeviceSet ds = devices();
   CAPTURE(set_name(ds));
   for (index_t n : {index_t(0), index_t(1), index_t(5), index_t(33)}) {

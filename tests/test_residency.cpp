@@ -430,6 +430,7 @@ TEST_CASE("synchronize() and synchronize(d) make queued results visible through 
 }
 
 TEST_CASE("DeviceScope sets current_device() and restores it") {
+  if (tessera_test::skip_without_gpu()) return;
   const Device outside = current_device();
   if (!device_sets().empty()) CHECK(outside == devices().front());
   for (const auto& ds : device_sets()) {

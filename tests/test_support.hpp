@@ -40,6 +40,16 @@ inline std::vector<DeviceSet> device_sets() {
   return {host_devices(1), host_devices(2), host_devices(3), host_devices(8)};
 }
 
+// True, after a visible skip message, when the CUDA variant finds no GPU (then devices() and
+// current_device() throw by design).
+inline bool skip_without_gpu() {
+  if (cuda_variant() && gpus().empty()) {
+    MESSAGE("SKIPPED: no GPU visible (TESSERA_BACKEND=cuda)");
+    return true;
+  }
+  return false;
+}
+
 // Multi-device sets only (2 or more devices); empty with a visible skip message when there are
 // fewer than two GPUs in the CUDA variant.
 inline std::vector<DeviceSet> multi_device_sets() {

@@ -13,11 +13,17 @@
 
 namespace tessera::detail::cuda {
 
-inline constexpr int block_threads = 256;
+#ifndef TESSERA_ELEMENTWISE_BLOCK
+#define TESSERA_ELEMENTWISE_BLOCK 256
+#endif
+#ifndef TESSERA_ELEMENTWISE_UNROLL
+#define TESSERA_ELEMENTWISE_UNROLL 2
+#endif
+inline constexpr int block_threads = TESSERA_ELEMENTWISE_BLOCK;
 // Vector chunks in flight per thread per iteration: loads of all chunks are issued before any
 // store, so each thread keeps unroll * 16 bytes per operand in flight. Measured on an H200 at
 // 2^28 floats (c = a + b, one pass): unroll 2 gives 1.033x memcpy, 4 gives 1.029x, 8 1.023x.
-inline constexpr int unroll = 2;
+inline constexpr int unroll = TESSERA_ELEMENTWISE_UNROLL;
 
 template <class I, class Out, class E, int N>
 __global__ void __launch_bounds__(block_threads) elementwise_kernel(const ShardTask<Out, E, N> t) {
