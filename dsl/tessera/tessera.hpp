@@ -17,3 +17,4 @@
 #include <tessera/transfer.hpp>
 #include <tessera/creation.hpp>
 #include <tessera/io.hpp>
+#include <tessera/reduce.hpp>
