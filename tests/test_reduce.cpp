@@ -98,7 +98,8 @@ TEST_CASE("integer and bool reductions accumulate in 64 bits; any, all, count") 
 TEST_CASE("maximum and minimum propagate NaN wherever it sits; empty inputs") {
   for (const auto& ds : device_sets()) {
     const index_t n = 1001;
-    for (index_t where_nan : {index_t(0), n / 2, n - 1, n / index_t(ds.size())}) {
+    // first, middle, last, and the first element of the second shard
+    for (index_t where_nan : {index_t(0), n / 2, n - 1, std::min(n - 1, (n + index_t(ds.size()) - 1) / index_t(ds.size()))}) {
       INFO("device set " << set_name(ds) << ", NaN at " << where_nan);
       auto v = random_values<double>(static_cast<std::size_t>(n));
       const auto a0 = from_host(v, {n}, shard(0, ds));
