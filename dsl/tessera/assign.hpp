@@ -70,6 +70,7 @@ template <class T, int M, int N>
 LeafEval<T, N> build(const ArrayLeaf<T, M>& leaf, ShardContext<N>& c) {
   static_assert(M <= N, "operand rank exceeds the destination rank");
   const int operand = ++c.operand;
+  if (volume<N>(c.extent) == 0) return {};  // an empty box (a reduction over an empty dimension) reads nothing
   const Layout<T, M>& l = *leaf.layout;
   index_t lo[M > 0 ? M : 1], len[M > 0 ? M : 1];
   bool bcast[M > 0 ? M : 1];

@@ -18,3 +18,4 @@
 #include <tessera/creation.hpp>
 #include <tessera/io.hpp>
 #include <tessera/reduce.hpp>
+#include <tessera/reduce_dims.hpp>
