@@ -145,15 +145,19 @@ Array<Acc, Node::rank> reduce_dims_node(const Node& node, const Dims& dd, Map ma
   if (shard_reduced) {
     // Combine the per-device partials (blocks that were empty hold init) and replicate the result.
     const auto n = static_cast<std::size_t>(volume<R>(out_shape));
+    using Store = std::conditional_t<std::is_same_v<Acc, bool>, unsigned char, Acc>;  // vector<bool> is packed
+    static_assert(sizeof(Store) == sizeof(Acc));
     std::vector<H> total(n, static_cast<H>(init));
-    std::vector<Acc> part(n);
+    std::vector<Store> part(n);
     for (std::size_t s = 0; s < out->parts.size(); ++s) {
       const auto& p = out->parts[s];
       if (n == 0 || volume<R>(gin.boxes[s].extent) == 0) continue;
       rt::copy_to_host(p.device.id(), part.data(), n * sizeof(Acc), p.ptr, n * sizeof(Acc), n * sizeof(Acc), 1);
-      for (std::size_t i = 0; i < n; ++i) total[i] = static_cast<H>(op(total[i], static_cast<H>(part[i])));
+      for (std::size_t i = 0; i < n; ++i) {
+        total[i] = static_cast<H>(op(total[i], static_cast<H>(static_cast<Acc>(part[i]))));
+      }
     }
-    for (std::size_t i = 0; i < n; ++i) part[i] = static_cast<Acc>(total[i]);
+    for (std::size_t i = 0; i < n; ++i) part[i] = static_cast<Store>(static_cast<Acc>(total[i]));
     for (auto& p : out->parts) {
       if (n > 0) rt::copy_from_host(p.device.id(), p.ptr, n * sizeof(Acc), part.data(), n * sizeof(Acc), n * sizeof(Acc), 1);
     }
