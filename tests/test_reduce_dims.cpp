@@ -63,9 +63,13 @@ void check_rank(const DeviceSet& ds, const Shape<R>& s) {
       const auto got = sum(a, d);
       static_assert(std::is_same_v<typename decltype(got)::value_type, float>);
       for (int k = 0; k < R; ++k) CHECK(got.shape()[k] == (mask[k] ? 1 : s[k]));
-      // The placement is kept unless the shard dim is reduced (then replicated).
-      if (a.shard_dim() >= 0 && mask[a.shard_dim()]) CHECK(got.is_replicated());
-      if (a.shard_dim() >= 0 && !mask[a.shard_dim()]) CHECK(got.shard_dim() == a.shard_dim());
+      // The placement is kept unless the shard dim is reduced (then replicated). An array sharded
+      // over one device counts as living on that device.
+      if (a.shard_dim() >= 0 && a.devices().size() > 1) {
+        if (mask[a.shard_dim()]) CHECK(got.is_replicated());
+        else CHECK(got.shard_dim() == a.shard_dim());
+      }
+      CHECK(got.devices() == a.devices());
       if (a.is_replicated()) CHECK(got.is_replicated());
       check_all_close(to_host(got), want, 1e-5, 1e-4);
       // Fused expression, mean, maximum, count.
