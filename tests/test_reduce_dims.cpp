@@ -38,8 +38,8 @@ std::vector<double> fold(const std::vector<T>& v, const Shape<R>& s, const std::
 }
 
 template <int R>
-Dims to_dims(const std::array<bool, R>& m) {
-  Dims d{{}, 0};
+ReduceDims to_dims(const std::array<bool, R>& m) {
+  ReduceDims d{{}, 0};
   for (int k = 0; k < R; ++k)
     if (m[k]) d.d[d.count++] = k;
   return d;
@@ -55,7 +55,7 @@ void check_rank(const DeviceSet& ds, const Shape<R>& s) {
     for (int bits = 1; bits < (1 << R); ++bits) {
       std::array<bool, R> mask{};
       for (int k = 0; k < R; ++k) mask[k] = (bits >> k) & 1;
-      const Dims d = to_dims<R>(mask);
+      const ReduceDims d = to_dims<R>(mask);
       INFO("device set " << set_name(ds) << ", shape " << detail::shape_string<R>(s) << ", placement #" << pi
                          << ", dims mask " << bits);
       auto add = [](double x, double y) { return x + y; };

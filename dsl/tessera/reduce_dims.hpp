@@ -15,14 +15,14 @@
 namespace tessera {
 
 // The dimensions a reduction folds: dims(1), dims(0, 2).
-struct Dims {
+struct ReduceDims {
   int d[8];
   int count;
 };
 template <class... I>
   requires(sizeof...(I) >= 1 && sizeof...(I) <= 8 && (std::is_integral_v<I> && ...))
-Dims dims(I... i) {
-  return Dims{{static_cast<int>(i)...}, static_cast<int>(sizeof...(I))};
+ReduceDims dims(I... i) {
+  return ReduceDims{{static_cast<int>(i)...}, static_cast<int>(sizeof...(I))};
 }
 
 namespace detail {
@@ -72,7 +72,7 @@ struct device_copyable<ReduceEval<H, Map, Op, E, N>>
                          device_copyable<E>::value> {};
 
 template <int R>
-std::array<bool, R> reduced_mask(const Dims& d, const char* what) {
+std::array<bool, R> reduced_mask(const ReduceDims& d, const char* what) {
   std::array<bool, R> m{};
   for (int i = 0; i < d.count; ++i) {
     const int k = d.d[i];
@@ -87,7 +87,7 @@ std::array<bool, R> reduced_mask(const Dims& d, const char* what) {
 }
 
 template <class Acc, class Node, class Map, class Op>
-Array<Acc, Node::rank> reduce_dims_node(const Node& node, const Dims& dd, Map map, Op op, Acc init, const char* what) {
+Array<Acc, Node::rank> reduce_dims_node(const Node& node, const ReduceDims& dd, Map map, Op op, Acc init, const char* what) {
   constexpr int R = Node::rank;
   using H = std::conditional_t<double_combine_v<Op, Acc>, double, Acc>;
   using E = eval_t<Node, R>;
@@ -166,7 +166,7 @@ Array<Acc, Node::rank> reduce_dims_node(const Node& node, const Dims& dd, Map ma
 }
 
 template <class X>
-index_t reduced_count(const X& node, const Dims& d) {
+index_t reduced_count(const X& node, const ReduceDims& d) {
   const auto s = node.shape();
   index_t n = 1;
   for (int i = 0; i < d.count; ++i) n *= s[d.d[i]];
@@ -176,36 +176,36 @@ index_t reduced_count(const X& node, const Dims& d) {
 }  // namespace detail
 
 template <expression X>
-auto sum(X&& x, const Dims& d) {
+auto sum(X&& x, const ReduceDims& d) {
   auto node = detail::to_node(std::forward<X>(x));
   using A = detail::sum_t<typename decltype(node)::value_type>;
   return detail::reduce_dims_node<A>(node, d, detail::red::to<A>{}, detail::red::add{}, A(0), "sum");
 }
 template <expression X>
-auto prod(X&& x, const Dims& d) {
+auto prod(X&& x, const ReduceDims& d) {
   auto node = detail::to_node(std::forward<X>(x));
   using A = detail::sum_t<typename decltype(node)::value_type>;
   return detail::reduce_dims_node<A>(node, d, detail::red::to<A>{}, detail::red::mul{}, A(1), "prod");
 }
 template <expression X>
-auto count(X&& x, const Dims& d) {
+auto count(X&& x, const ReduceDims& d) {
   return detail::reduce_dims_node<std::int64_t>(detail::to_node(std::forward<X>(x)), d, detail::red::count_true{},
                                                 detail::red::add{}, std::int64_t(0), "count");
 }
 template <expression X>
-auto any(X&& x, const Dims& d) {
+auto any(X&& x, const ReduceDims& d) {
   return detail::reduce_dims_node<bool>(detail::to_node(std::forward<X>(x)), d, detail::red::truthy{},
                                         detail::red::lor{}, false, "any");
 }
 template <expression X>
-auto all(X&& x, const Dims& d) {
+auto all(X&& x, const ReduceDims& d) {
   return detail::reduce_dims_node<bool>(detail::to_node(std::forward<X>(x)), d, detail::red::truthy{},
                                         detail::red::land{}, true, "all");
 }
 
 namespace detail {
 template <bool IsMax, class X>
-auto extremum_dims(X&& x, const Dims& d, const char* name) {
+auto extremum_dims(X&& x, const ReduceDims& d, const char* name) {
   auto node = to_node(std::forward<X>(x));
   using V = typename decltype(node)::value_type;
   constexpr int R = decltype(node)::rank;
@@ -227,17 +227,17 @@ auto extremum_dims(X&& x, const Dims& d, const char* name) {
 }  // namespace detail
 
 template <expression X>
-auto maximum(X&& x, const Dims& d) {
+auto maximum(X&& x, const ReduceDims& d) {
   return detail::extremum_dims<true>(std::forward<X>(x), d, "maximum");
 }
 template <expression X>
-auto minimum(X&& x, const Dims& d) {
+auto minimum(X&& x, const ReduceDims& d) {
   return detail::extremum_dims<false>(std::forward<X>(x), d, "minimum");
 }
 
 // mean(x, dims(...)): float for float input, double otherwise; NaN over an empty dimension.
 template <expression X>
-auto mean(X&& x, const Dims& d) {
+auto mean(X&& x, const ReduceDims& d) {
   auto node = detail::to_node(std::forward<X>(x));
   using R = detail::real_result_t<typename decltype(node)::value_type>;
   const auto n = static_cast<double>(detail::reduced_count(node, d));
