@@ -305,9 +305,7 @@ auto eval(E&& e) {
 template <class D, operand E>
   requires detail::is_array_like<std::remove_cvref_t<D>>::value
 void assign(D&& dst, E&& e, execution_policy pol = par) {
-  using T = typename std::remove_cvref_t<D>::value_type;
   detail::assign_operand(dst.layout_ptr(), std::forward<E>(e), pol);
-  (void)sizeof(T);
 }
 
 }  // namespace tessera
