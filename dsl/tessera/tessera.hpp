@@ -17,5 +17,3 @@
 #include <tessera/transfer.hpp>
 #include <tessera/creation.hpp>
 #include <tessera/io.hpp>
-#include <tessera/reduce.hpp>
-#include <tessera/reduce_dims.hpp>
