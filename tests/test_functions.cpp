@@ -42,22 +42,6 @@ using i64 = std::int64_t;
 constexpr double inf = std::numeric_limits<double>::infinity();
 constexpr double nan_v = std::numeric_limits<double>::quiet_NaN();
 
-template <class T>
-Array<T, 1> put(const std::vector<T>& v, const DeviceSet& ds) {
-  return from_host(v, {static_cast<index_t>(v.size())}, shard(0, ds));
-}
-
-// Runs body(ds, n) for every device set and sweep size, both named in any failure.
-template <class F>
-void for_each_case(F&& body) {
-  for (const auto& ds : device_sets()) {
-    for (index_t n : sweep_sizes()) {
-      INFO("device set " << set_name(ds) << ", n = " << n);
-      body(ds, static_cast<std::size_t>(n));
-    }
-  }
-}
-
 // Tolerances against a double reference: float within 1e-5 relative, double within 1e-12;
 // integers and bools exactly.
 template <class T>
@@ -67,28 +51,6 @@ constexpr double fn_rtol() {
 template <class T>
 constexpr double fn_atol() {
   return std::is_same_v<T, float> ? 1e-37 : std::is_same_v<T, double> ? 1e-300 : 0.0;
-}
-
-template <class G, class W>
-void check_values(const std::vector<G>& got, const std::vector<W>& want, double rtol, double atol,
-                  const char* what = nullptr) {
-  INFO("expression: " << (what ? what : "(the values listed in the test)"));
-  REQUIRE(got.size() == want.size());
-  for (std::size_t i = 0; i < got.size(); ++i) {
-    const G g = got[i];
-    const W w = want[i];
-    bool ok;
-    if constexpr (std::is_integral_v<G> && std::is_integral_v<W>) {
-      ok = static_cast<i64>(g) == static_cast<i64>(w);
-    } else {
-      ok = close(static_cast<double>(g), static_cast<double>(w), rtol, atol);
-    }
-    if (!ok) {
-      FAIL_CHECK("element " << i << " of " << got.size() << ": got " << static_cast<double>(g) << ", expected "
-                            << static_cast<double>(w));
-      return;
-    }
-  }
 }
 
 // Evaluates `e`, checks its element type at compile time and its values against `want`.

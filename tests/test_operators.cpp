@@ -23,22 +23,6 @@ using i32 = std::int32_t;
 using i64 = std::int64_t;
 
 template <class T>
-Array<T, 1> put(const std::vector<T>& v, const DeviceSet& ds) {
-  return from_host(v, {static_cast<index_t>(v.size())}, shard(0, ds));
-}
-
-// Runs body(ds, n) for every device set and sweep size, both named in any failure.
-template <class F>
-void for_each_case(F&& body) {
-  for (const auto& ds : device_sets()) {
-    for (index_t n : sweep_sizes()) {
-      INFO("device set " << set_name(ds) << ", n = " << n);
-      body(ds, static_cast<std::size_t>(n));
-    }
-  }
-}
-
-template <class T>
 constexpr double default_rtol() {
   if constexpr (std::is_same_v<T, float>) return 3e-7;    // ~2 ulp: one correctly rounded op
   else if constexpr (std::is_same_v<T, double>) return 5e-16;
@@ -47,28 +31,6 @@ constexpr double default_rtol() {
 
 // Integers and bools compare exactly (as int64, no detour through double); floating results with
 // a relative-or-absolute tolerance, NaN matching NaN and infinities matching exactly.
-template <class G, class W>
-void check_values(const std::vector<G>& got, const std::vector<W>& want, double rtol, double atol,
-                  const char* what = nullptr) {
-  INFO("expression: " << (what ? what : "(the values listed in the test)"));
-  REQUIRE(got.size() == want.size());
-  for (std::size_t i = 0; i < got.size(); ++i) {
-    const G g = got[i];
-    const W w = want[i];
-    bool ok;
-    if constexpr (std::is_integral_v<G> && std::is_integral_v<W>) {
-      ok = static_cast<i64>(g) == static_cast<i64>(w);
-    } else {
-      ok = close(static_cast<double>(g), static_cast<double>(w), rtol, atol);
-    }
-    if (!ok) {
-      FAIL_CHECK("element " << i << " of " << got.size() << ": got " << static_cast<double>(g) << ", expected "
-                            << static_cast<double>(w));
-      return;
-    }
-  }
-}
-
 // Evaluates `e`, checks the result's element type at compile time and its values against `want`.
 template <class Want, class E, class R>
 void expect(const char* what, E&& e, const std::vector<R>& want, double rtol = -1.0, double atol = 0.0) {

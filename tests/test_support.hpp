@@ -111,4 +111,45 @@ void check_all_close(const std::vector<A>& got, const std::vector<B>& want, doub
 // Sizes every test sweeps: 0, 1, odd, powers of two +-1, and one large.
 inline std::vector<index_t> sweep_sizes() { return {0, 1, 7, 31, 32, 33, 255, 256, 257, 1000, 1 << 20}; }
 
+// A 1-d array of `v`, sharded over `ds`.
+template <class T>
+Array<T, 1> put(const std::vector<T>& v, const DeviceSet& ds) {
+  return from_host(v, {static_cast<index_t>(v.size())}, shard(0, ds));
+}
+
+// Runs body(ds, n) for every device set and sweep size, both named in any failure.
+template <class F>
+void for_each_case(F&& body) {
+  for (const auto& ds : device_sets()) {
+    for (index_t n : sweep_sizes()) {
+      INFO("device set " << set_name(ds) << ", n = " << n);
+      body(ds, static_cast<std::size_t>(n));
+    }
+  }
+}
+
+// Element by element: integers and bools exactly (as int64), floating values with close().
+template <class G, class W>
+void check_values(const std::vector<G>& got, const std::vector<W>& want, double rtol, double atol,
+                  const char* what = nullptr) {
+  INFO("expression: " << (what ? what : "(the values listed in the test)"));
+  REQUIRE(got.size() == want.size());
+  for (std::size_t i = 0; i < got.size(); ++i) {
+    const G g = got[i];
+    const W w = want[i];
+    bool ok;
+    if constexpr (std::is_integral_v<G> && std::is_integral_v<W>) {
+      ok = static_cast<std::int64_t>(g) == static_cast<std::int64_t>(w);
+    } else {
+      ok = close(static_cast<double>(g), static_cast<double>(w), rtol, atol);
+    }
+    if (!ok) {
+      FAIL_CHECK("element " << i << " of " << got.size() << ": got " << static_cast<double>(g) << ", expected "
+                            << static_cast<double>(w));
+      return;
+    }
+  }
+}
+
+
 }  // namespace tessera_test
