@@ -86,6 +86,25 @@ void synchronize_device(int device_id);
 // on this thread failed; in TESSERA_DEBUG_SYNC=1 mode also synchronizes the stream.
 void check_launch(int device_id, int shard, const char* what);
 
+// -- dispatch -------------------------------------------------------------------------------
+// One planned shard of an assignment: `run(task, device, shard, host)` executes it (the typed
+// executor call, instantiated once per expression type).
+struct shard_launch {
+  int device;
+  int shard;
+  bool host;
+  std::int64_t n;
+  void (*run)(const void* task, int device, int shard, bool host);
+  const void* task;
+};
+// Host shards at least this large run on one thread each when several are launched with par.
+inline constexpr std::int64_t host_parallel_threshold = std::int64_t(1) << 16;
+// Runs the shards of one assignment: GPU shards are launched in order from this thread (each on
+// its device's stream, without waiting); large host shards run concurrently on threads; with
+// `sequential` (seq) every shard runs alone and is waited for. Restores the caller's current CUDA
+// device, and rethrows the first error after every started shard has finished.
+void run_shards(const shard_launch* shards, std::size_t count, bool sequential);
+
 // -- host transfers (through pinned staging buffers; each call waits for the copy) ------------
 // Each GPU owns two pinned staging chunks of this size (allocated on its first transfer); a
 // larger transfer is split into chunks and double-buffered.

@@ -12,9 +12,7 @@
 #endif
 
 #include <cstdint>
-#include <exception>
 #include <string>
-#include <thread>
 #include <vector>
 
 namespace tessera::detail {
@@ -151,24 +149,24 @@ NodeEval<F, eval_t<A, N>...> build(const Broadcasted<F, A...>& b, ShardContext<N
   return std::apply([&](const auto&... a) { return NodeEval<F, eval_t<A, N>...>{b.f, {{build(a, c)}...}}; }, b.args);
 }
 
-template <class Out, class E, int N>
-void dispatch(const ShardTask<Out, E, N>& t, Device d, int shard) {
-  if (d.is_host()) {
+// One shard on its device's executor; the runtime calls it through a pointer (rt::run_shards),
+// so the dispatch loop with its threads and error handling is compiled once, not per expression.
+template <class Task>
+void run_shard(const void* task, int device, int shard, bool host) {
+  const Task& t = *static_cast<const Task*>(task);
+  if (host) {
     host::run(t);
   } else {
 #if TS_DEVICE_COMPILER
-    cuda::run(t, d.id(), shard);
+    cuda::run(t, device, shard);
 #else
     (void)shard;
-    throw error("tessera: an expression was evaluated on " + d.name() +
+    throw error("tessera: an expression was evaluated on " + Device(device).name() +
                 " from a translation unit compiled without nvcc; compile it as CUDA (tessera_add_program in "
                 "CMake) or run on host devices (TESSERA_BACKEND=host)");
 #endif
   }
 }
-
-template <class Planned>
-void run_plan(std::vector<Planned>& plan, execution_policy pol);
 
 template <class T, int N, class Node>
 void assign_node(const Layout<T, N>& dst, const Node& node, execution_policy pol) {
@@ -182,13 +180,10 @@ void assign_node(const Layout<T, N>& dst, const Node& node, execution_policy pol
   using Task = ShardTask<OutEval<T, N>, E, N>;
   // Build every shard's evaluator before launching anything: a placement error leaves every
   // array intact.
-  struct Planned {
-    Task task;
-    Device device;
-    int shard;
-  };
-  std::vector<Planned> plan;
-  plan.reserve(dst.parts.size());
+  std::vector<Task> tasks;
+  std::vector<rt::shard_launch> launches;
+  tasks.reserve(dst.parts.size());
+  launches.reserve(dst.parts.size());
   bool hazard = false;
   for (std::size_t s = 0; s < dst.parts.size(); ++s) {
     const auto& p = dst.parts[s];
@@ -213,7 +208,8 @@ void assign_node(const Layout<T, N>& dst, const Node& node, execution_policy pol
     t.mode = c.linear ? (c.aligned ? path::vector : path::linear) : path::cartesian;
     t.wide = n >= (index_t(1) << 30) || c.max_offset >= (index_t(1) << 30);
     hazard = hazard || c.hazard;
-    plan.push_back({t, p.device, static_cast<int>(s)});
+    tasks.push_back(t);
+    launches.push_back({p.device.id(), static_cast<int>(s), p.device.is_host(), n, &run_shard<Task>, nullptr});
   }
   if (hazard) {
     // A read overlaps the written region at another offset: evaluate into a temporary first.
@@ -222,48 +218,8 @@ void assign_node(const Layout<T, N>& dst, const Node& node, execution_policy pol
     assign_node(dst, ArrayLeaf<T, N>{tmp}, pol);
     return;
   }
-  run_plan(plan, pol);
-}
-
-// Host shards of one assignment run concurrently (one thread each) when there are several and
-// they are large enough to pay for a thread; GPU shards are launched from this thread.
-inline constexpr index_t host_parallel_threshold = index_t(1) << 16;
-
-template <class Planned>
-void run_plan(std::vector<Planned>& plan, execution_policy pol) {
-  auto threaded = [&](const Planned& pl) {
-    return !pol.sequential && pl.device.is_host() && pl.task.n >= host_parallel_threshold;
-  };
-  std::size_t n_threaded = 0;
-  for (auto& pl : plan) n_threaded += threaded(pl) ? 1 : 0;
-  if (n_threaded < 2) n_threaded = 0;  // one big host shard runs inline
-  std::vector<std::thread> workers;
-  std::vector<std::exception_ptr> errors(plan.size());
-  std::exception_ptr first;
-  const int saved = rt::get_cuda_device();
-  try {
-    for (std::size_t i = 0; i < plan.size(); ++i) {
-      if (n_threaded && threaded(plan[i])) {
-        workers.emplace_back([&plan, &errors, i] {
-          try {
-            host::run(plan[i].task);
-          } catch (...) {
-            errors[i] = std::current_exception();
-          }
-        });
-        continue;
-      }
-      dispatch(plan[i].task, plan[i].device, plan[i].shard);
-      if (pol.sequential) rt::synchronize_device(plan[i].device.id());
-    }
-  } catch (...) {
-    first = std::current_exception();
-  }
-  for (auto& w : workers) w.join();
-  rt::restore_cuda_device(saved);
-  for (auto& e : errors)
-    if (!first && e) first = e;
-  if (first) std::rethrow_exception(first);
+  for (std::size_t i = 0; i < tasks.size(); ++i) launches[i].task = &tasks[i];
+  rt::run_shards(launches.data(), launches.size(), pol.sequential);
 }
 
 // Fresh contiguous storage with the same devices and boxes as `l`.

@@ -133,8 +133,9 @@ struct abs {
   }
 };
 
-// min and max propagate NaN wherever it sits (Julia's min/max).
-struct min {
+// min and max propagate NaN wherever it sits (Julia's min/max); two bools give a bool.
+template <bool IsMax>
+struct min_max {
   template <class A, class B>
   TS_HD auto operator()(A a, B b) const {
     using C = std::conditional_t<std::is_same_v<A, bool> && std::is_same_v<B, bool>, bool, arith_t<A, B>>;
@@ -143,21 +144,11 @@ struct min {
       if (x != x) return x;
       if (y != y) return y;
     }
-    return y < x ? y : x;
+    return (IsMax ? x < y : y < x) ? y : x;
   }
 };
-struct max {
-  template <class A, class B>
-  TS_HD auto operator()(A a, B b) const {
-    using C = std::conditional_t<std::is_same_v<A, bool> && std::is_same_v<B, bool>, bool, arith_t<A, B>>;
-    const C x = a, y = b;
-    if constexpr (std::is_floating_point_v<C>) {
-      if (x != x) return x;
-      if (y != y) return y;
-    }
-    return x < y ? y : x;
-  }
-};
+using min = min_max<false>;
+using max = min_max<true>;
 
 // Integer powers stay integer (Julia's 2^3 == 8); a negative exponent gives 0 unless the base
 // is 1 or -1 (Julia throws a DomainError, which a kernel cannot).
