@@ -4,6 +4,7 @@
 #include <backend/runtime/state.hpp>
 
 #include <cstdio>
+#include <mutex>
 #include <cstdlib>
 #include <string>
 
@@ -191,6 +192,31 @@ void* host_access(buffer& b) {
 #endif
   (void)info(b.device);
   return b.ptr;
+}
+
+
+void* scratch(int device_id, std::size_t bytes) {
+  struct slot {
+    std::mutex m;
+    void* p = nullptr;
+    std::size_t size = 0;
+  };
+  static slot slots[64 + max_host_devices];
+  (void)info(device_id);
+  if (device_id < 0 || device_id >= 64 + max_host_devices) {
+    throw invalid_argument("tessera: scratch memory supports device ids below " + std::to_string(64 + max_host_devices) +
+                           ", found " + std::to_string(device_id));
+  }
+  slot& sl = slots[device_id];
+  std::lock_guard<std::mutex> lock(sl.m);
+  if (sl.size < bytes) {
+    const std::size_t grown = bytes < 4096 ? 4096 : bytes + bytes / 2;
+    void* p = allocate(device_id, grown, memory::device);
+    if (sl.p) deallocate(device_id, sl.p, sl.size, memory::device);
+    sl.p = p;
+    sl.size = grown;
+  }
+  return sl.p;
 }
 
 }  // namespace tessera::detail::rt

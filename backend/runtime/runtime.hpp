@@ -51,6 +51,11 @@ void check_free(int device_id, std::size_t bytes);
 void* allocate(int device_id, std::size_t bytes, memory kind);
 void deallocate(int device_id, void* p, std::size_t bytes, memory kind) noexcept;
 
+// A grow-only device buffer of at least `bytes` per device, for reductions' temporary storage
+// and results. Valid until the next scratch() call for that device from any thread; callers
+// finish the work that uses it (stream order plus a host wait) before returning.
+void* scratch(int device_id, std::size_t bytes);
+
 // One allocation on one device. `host_touched` records that host code may have pulled pages
 // of a unified buffer to the host; the next launch that reads or writes it prefetches it back.
 struct buffer {

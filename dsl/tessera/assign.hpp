@@ -70,6 +70,7 @@ template <class T, int M, int N>
 LeafEval<T, N> build(const ArrayLeaf<T, M>& leaf, ShardContext<N>& c) {
   static_assert(M <= N, "operand rank exceeds the destination rank");
   const int operand = ++c.operand;
+  if (volume<N>(c.extent) == 0) return {};  // an empty box (a reduction over an empty dimension) reads nothing
   const Layout<T, M>& l = *leaf.layout;
   index_t lo[M > 0 ? M : 1], len[M > 0 ? M : 1];
   bool bcast[M > 0 ? M : 1];
@@ -304,9 +305,7 @@ auto eval(E&& e) {
 template <class D, operand E>
   requires detail::is_array_like<std::remove_cvref_t<D>>::value
 void assign(D&& dst, E&& e, execution_policy pol = par) {
-  using T = typename std::remove_cvref_t<D>::value_type;
   detail::assign_operand(dst.layout_ptr(), std::forward<E>(e), pol);
-  (void)sizeof(T);
 }
 
 }  // namespace tessera

@@ -17,3 +17,5 @@
 #include <tessera/transfer.hpp>
 #include <tessera/creation.hpp>
 #include <tessera/io.hpp>
+#include <tessera/reduce.hpp>
+#include <tessera/reduce_dims.hpp>

@@ -133,15 +133,22 @@ Array<T, static_cast<int>(N)> from_host(std::span<const T> values, const index_t
   return from_host<T, N>(values, s, p, m);
 }
 template <element_type T, std::size_t N>
-Array<T, static_cast<int>(N)> from_host(const std::vector<T>& values, const index_t (&shape)[N],
+Array<T, static_cast<int>(N)> from_host(const std::vector<T>& values, const std::array<index_t, N>& shape,
                                         const Placement& p = {}, memory m = memory::unified) {
   if constexpr (std::is_same_v<T, bool>) {
-    std::vector<unsigned char> bytes(values.begin(), values.end());
+    std::vector<unsigned char> bytes(values.begin(), values.end());  // std::vector<bool> is packed
     return from_host<T, N>(std::span<const bool>(reinterpret_cast<const bool*>(bytes.data()), bytes.size()), shape, p,
                            m);
   } else {
     return from_host<T, N>(std::span<const T>(values), shape, p, m);
   }
+}
+template <element_type T, std::size_t N>
+Array<T, static_cast<int>(N)> from_host(const std::vector<T>& values, const index_t (&shape)[N],
+                                        const Placement& p = {}, memory m = memory::unified) {
+  std::array<index_t, N> s;
+  for (std::size_t k = 0; k < N; ++k) s[k] = shape[k];
+  return from_host<T, N>(values, s, p, m);
 }
 
 }  // namespace tessera
