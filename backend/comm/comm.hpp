@@ -1,0 +1,46 @@
+// SPDX-License-Identifier: Apache-2.0
+// Tessera collectives on raw per-device buffers: NCCL across GPUs (backend/comm/nccl.cpp), plain
+// copies and loops in process across host devices (backend/comm/host.cpp). This header includes
+// no CUDA or NCCL header, so dsl/ may include it.
+//
+// Every function takes the participating devices as Tessera device ids, devices[r] being rank r:
+// all GPUs or all host devices, each listed once. buffers[r] lives on devices[r]. On GPUs the work
+// is queued on each device's stream (one NCCL group over all ranks, one communicator per device
+// set, created on first use and cached) and the host does not wait; on host devices the work is
+// done when the call returns. Failures throw backend_error naming the call and the device;
+// invalid arguments throw invalid_argument. With one device, no communicator is made.
+#pragma once
+#include <cstddef>
+#include <cstdint>
+#include <type_traits>
+
+namespace tessera::detail::comm {
+
+enum class dtype { u8, i32, i64, f32, f64 };
+enum class op { sum, prod, max, min };
+
+template <class T>
+constexpr dtype dtype_of() {
+  if constexpr (std::is_same_v<T, bool> || std::is_same_v<T, unsigned char>) return dtype::u8;
+  else if constexpr (std::is_same_v<T, std::int32_t>) return dtype::i32;
+  else if constexpr (std::is_same_v<T, std::int64_t>) return dtype::i64;
+  else if constexpr (std::is_same_v<T, float>) return dtype::f32;
+  else {
+    static_assert(std::is_same_v<T, double>, "TESSERA_UNSUPPORTED_ELEMENT_TYPE for a collective");
+    return dtype::f64;
+  }
+}
+
+// recv[r] receives n * bytes: rank q's `bytes` from send[q] at offset q * bytes. In place when
+// send[r] == recv[r] + r * bytes.
+void allgather(const int* devices, int n, const void* const* send, void* const* recv, std::size_t bytes);
+// recv[r][i] = op over q of send[q][i], i < count. In place when send[r] == recv[r].
+void allreduce(const int* devices, int n, const void* const* send, void* const* recv, std::size_t count, dtype t,
+               op o);
+// recv[r] = send[root] (bytes). In place when send[r] == recv[r].
+void broadcast(const int* devices, int n, int root, const void* const* send, void* const* recv, std::size_t bytes);
+// recv[r][i] = op over q of send[q][r * count + i], i < count.
+void reduce_scatter(const int* devices, int n, const void* const* send, void* const* recv, std::size_t count,
+                    dtype t, op o);
+
+}  // namespace tessera::detail::comm
