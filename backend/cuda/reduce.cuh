@@ -1,91 +1,219 @@
 // SPDX-License-Identifier: Apache-2.0
-// Tessera CUDA reductions: one CUB DeviceReduce per shard over a transform iterator of the
-// shard's evaluator, so sum(a * b) reads a and b once and materializes nothing.
+// Tessera CUDA reductions. A full reduction of a shard is one kernel launch: blocks fold a
+// grid-stride share of the shard's evaluator (16-byte vector loads on the linear path, several in
+// flight), store a partial each, and the last block to finish folds the partials into the result,
+// which may be pinned host memory mapped into the device: the value reaches the host without a
+// second launch or a copy (the launches, not the bytes, dominate small multi-GPU reductions).
+// Reductions along dims run one kernel too (plus a fold of chunk partials when the output alone
+// cannot fill the GPU): threads cooperate on one output when the contiguous dim is reduced, and
+// one thread per output walks the reduced dims otherwise, so loads stay coalesced either way.
+// Included only by translation units compiled with nvcc.
 #pragma once
 #include <backend/runtime/runtime.hpp>
-#include <tessera/evaluator.hpp>
+#include <tessera/reduce_task.hpp>
 
-#include <cub/device/device_reduce.cuh>
 #include <cuda_runtime.h>
-#include <thrust/iterator/counting_iterator.h>
-#include <thrust/iterator/transform_iterator.h>
 
 #include <cstdint>
-#include <string>
 
 namespace tessera::detail::cuda {
 
-// Element i of the shard, mapped: the linear path reads leaves directly, the cartesian path
-// rebuilds the N-d index.
-template <class Acc, class E, int N, class Map, class I>
-struct shard_element {
-  E e;
-  Map map;
-  index_t ext[N > 0 ? N : 1];
-  bool cartesian;
-  __host__ __device__ Acc operator()(I i) const {
-    if (!cartesian) return static_cast<Acc>(map(e.linear(i)));
-    I idx[N > 0 ? N : 1];
-    I r = i;
+#ifndef TESSERA_REDUCE_BLOCK
+#define TESSERA_REDUCE_BLOCK 256
+#endif
+#ifndef TESSERA_REDUCE_UNROLL
+#define TESSERA_REDUCE_UNROLL 4
+#endif
+#ifndef TESSERA_REDUCE_BLOCKS_PER_SM
+#define TESSERA_REDUCE_BLOCKS_PER_SM 8
+#endif
+inline constexpr int reduce_threads = TESSERA_REDUCE_BLOCK;
+inline constexpr int reduce_unroll = TESSERA_REDUCE_UNROLL;
+
+// Folds v over the lanes [base, base + lanes) of the block through shared memory; every thread of
+// the block must call it (it synchronizes). Lane 0 of each group gets the group's value.
+template <class H, class Op>
+__device__ H group_fold(H v, Op op, H* smem, int lanes) {
+  const int t = static_cast<int>(threadIdx.x);
+  smem[t] = v;
+  for (int w = lanes / 2; w > 0; w /= 2) {
+    __syncthreads();
+    if (t % lanes < w) smem[t] = static_cast<H>(op(smem[t], smem[t + w]));
+  }
+  __syncthreads();
+  const H r = smem[t - t % lanes];
+  __syncthreads();  // smem is reused by the caller's next fold
+  return r;
+}
+
+template <class I, class Task>
+__global__ void __launch_bounds__(reduce_threads) full_reduce_kernel(const Task t) {
+  using Acc = typename Task::acc_type;
+  constexpr int K = Task::K;
+  __shared__ Acc smem[reduce_threads];
+  __shared__ bool last;
+  const I n = static_cast<I>(t.n);
+  const I tid = static_cast<I>(blockIdx.x) * reduce_threads + static_cast<I>(threadIdx.x);
+  const I threads = static_cast<I>(gridDim.x) * reduce_threads;
+  Acc acc = t.init;
+  if (t.mode == path::vector) {
+    using V = typename decltype(t.e)::value_type;
+    const I chunks = n / K;
+    for (I c0 = tid; c0 < chunks; c0 += threads * reduce_unroll) {
+      V v[reduce_unroll][K];
 #pragma unroll
-    for (int k = 0; k < N; ++k) {
-      const I x = static_cast<I>(ext[k]);
-      if (k + 1 < N) {
-        idx[k] = r % x;
-        r /= x;
-      } else {
-        idx[k] = r;
+      for (int u = 0; u < reduce_unroll; ++u) {
+        const I c = c0 + u * threads;
+        if (c < chunks) t.e.template vec<K>(c, v[u]);
+      }
+#pragma unroll
+      for (int u = 0; u < reduce_unroll; ++u) {
+        if (c0 + u * threads < chunks) {
+#pragma unroll
+          for (int j = 0; j < K; ++j) acc = static_cast<Acc>(t.op(acc, static_cast<Acc>(t.map(v[u][j]))));
+        }
       }
     }
-    return static_cast<Acc>(map(e.at(idx)));
+    const I i = chunks * K + tid;  // the tail of fewer than K elements
+    if (i < n) acc = static_cast<Acc>(t.op(acc, t.element(i)));
+  } else {
+    for (I i = tid; i < n; i += threads) acc = static_cast<Acc>(t.op(acc, t.element(i)));
   }
-};
-
-inline void check(cudaError_t err, const char* call, int device, int shard) {
-  if (err != cudaSuccess) {
-    (void)cudaGetLastError();
-    throw backend_error(std::string("tessera: ") + call + " failed on device cuda:" +
-                        std::to_string(rt::info(device).ordinal) + " (shard " + std::to_string(shard) +
-                        "): " + cudaGetErrorString(err));
+  acc = group_fold<Acc>(acc, t.op, smem, reduce_threads);
+  if (threadIdx.x == 0) {
+    t.partials[blockIdx.x] = acc;
+    __threadfence();  // the partial is visible before the count says so
+    last = atomicAdd(t.counter, 1u) == gridDim.x - 1;
+  }
+  __syncthreads();
+  if (!last) return;
+  __threadfence();
+  acc = t.init;
+  const volatile Acc* parts = t.partials;  // written by other blocks: read past L1
+  for (unsigned b = threadIdx.x; b < gridDim.x; b += reduce_threads) acc = static_cast<Acc>(t.op(acc, parts[b]));
+  acc = group_fold<Acc>(acc, t.op, smem, reduce_threads);
+  if (threadIdx.x == 0) {
+    *t.result = acc;
+    *t.counter = 0;  // ready for the next launch on this device
   }
 }
 
-// Queues the reduction of one shard on its device's stream; the result lands in *out (device
-// scratch memory) once the stream reaches it.
-template <class Acc, class E, int N, class Map, class Op>
-void reduce(const E& e, path mode, index_t n, const index_t* ext, Map map, Op op, Acc init, Acc* out, void* temp,
-            std::size_t temp_bytes, int device, int shard) {
-  static_assert(device_copyable<E>::value, "TESSERA_EVALUATOR_NOT_TRIVIALLY_COPYABLE");
+// Blocks a one-pass full reduction of n elements uses on this device: enough to keep every SM
+// busy, few enough that the partials fold in one block.
+inline unsigned full_reduce_blocks(index_t work, int device) {
+  const int sms = rt::info(device).sm_count > 0 ? rt::info(device).sm_count : 1;
+  index_t blocks = (work + reduce_threads - 1) / reduce_threads;
+  const index_t cap = static_cast<index_t>(sms) * TESSERA_REDUCE_BLOCKS_PER_SM;
+  if (blocks > cap) blocks = cap;
+  return static_cast<unsigned>(blocks < 1 ? 1 : blocks);
+}
+
+// Queues the reduction of one shard on its device's stream; t.partials must hold
+// full_reduce_blocks() values.
+template <class Task>
+void reduce(const Task& t, unsigned blocks, int device, int shard) {
+  static_assert(device_copyable<Task>::value,
+                "TESSERA_EVALUATOR_NOT_TRIVIALLY_COPYABLE: kernel parameters are copied bytewise");
+  static_assert(sizeof(Task) <= 32764, "TESSERA_EXPRESSION_TOO_LARGE: split the expression with eval()");
   rt::set_device(device);
   auto stream = static_cast<cudaStream_t>(rt::stream(device));
-  auto run = [&](auto index_zero) {
-    using I = decltype(index_zero);
-    shard_element<Acc, E, N, Map, I> f{e, map, {}, mode == path::cartesian};
-    for (int k = 0; k < N; ++k) f.ext[k] = ext[k];
-    auto it = thrust::make_transform_iterator(thrust::counting_iterator<I>(0), f);
-    check(cub::DeviceReduce::Reduce(temp, temp_bytes, it, out, static_cast<I>(n), op, init, stream),
-          "cub::DeviceReduce::Reduce", device, shard);
-  };
-  if (n >= (index_t(1) << 31) - 1) run(std::int64_t(0));
-  else run(std::int32_t(0));
-  rt::check_launch(device, shard, "cub::DeviceReduce::Reduce");
+  if (t.wide) full_reduce_kernel<std::int64_t><<<blocks, reduce_threads, 0, stream>>>(t);
+  else full_reduce_kernel<std::int32_t><<<blocks, reduce_threads, 0, stream>>>(t);
+  rt::check_launch(device, shard, "full_reduce_kernel");
 }
 
-// Temporary storage CUB needs for a shard of n elements.
-template <class Acc, class E, int N, class Map, class Op>
-std::size_t reduce_temp_bytes(const E& e, index_t n, Map map, Op op, Acc init, int device, int shard) {
-  std::size_t bytes = 0;
-  auto query = [&](auto index_zero) {
-    using I = decltype(index_zero);
-    shard_element<Acc, E, N, Map, I> f{e, map, {}, false};
-    auto it = thrust::make_transform_iterator(thrust::counting_iterator<I>(0), f);
-    check(cub::DeviceReduce::Reduce(nullptr, bytes, it, static_cast<Acc*>(nullptr), static_cast<I>(n), op, init,
-                                    cudaStream_t{}),
-          "cub::DeviceReduce::Reduce (temporary storage query)", device, shard);
-  };
-  if (n >= (index_t(1) << 31) - 1) query(std::int64_t(0));
-  else query(std::int32_t(0));
-  return bytes;
+// -- along dims -----------------------------------------------------------------------------------
+
+template <class I, class Task>
+__global__ void __launch_bounds__(reduce_threads) dims_reduce_kernel(const Task t) {
+  using H = typename Task::fold_type;
+  using Acc = typename Task::acc_type;
+  __shared__ H smem[reduce_threads];
+  const int lanes = t.group;
+  const int lane = static_cast<int>(threadIdx.x) % lanes;
+  const I per_block = reduce_threads / lanes;
+  const I c = static_cast<I>(blockIdx.y);
+  const I r0 = c * static_cast<I>(t.chunk);
+  const I r1 = r0 + static_cast<I>(t.chunk) < static_cast<I>(t.n_red) ? r0 + static_cast<I>(t.chunk)
+                                                                     : static_cast<I>(t.n_red);
+  const I n_out = static_cast<I>(t.n_out);
+  // Every thread of a block runs the same number of iterations (group_fold synchronizes).
+  for (I base = static_cast<I>(blockIdx.x) * per_block; base < n_out; base += static_cast<I>(gridDim.x) * per_block) {
+    const I o = base + static_cast<I>(threadIdx.x) / lanes;
+    H acc = t.init;
+    I j[Task::rank > 0 ? Task::rank : 1] = {};
+    if (o < n_out) {
+      t.kept_index(o, j);
+      acc = t.fold(j, r0, r1, lane, lanes);
+    }
+    if (lanes > 1) acc = group_fold<H>(acc, t.op, smem, lanes);
+    if (o < n_out && lane == 0) {
+      if (t.chunks == 1) t.out[o] = static_cast<Acc>(acc);
+      else t.partial[static_cast<index_t>(c) * t.n_out + o] = acc;
+    }
+  }
+}
+
+// Folds the chunk partials of each output (partial[c * n_out + o], coalesced over o).
+template <class Task>
+__global__ void __launch_bounds__(reduce_threads) dims_chunks_kernel(const Task t) {
+  using H = typename Task::fold_type;
+  using Acc = typename Task::acc_type;
+  for (index_t o = static_cast<index_t>(blockIdx.x) * reduce_threads + threadIdx.x; o < t.n_out;
+       o += static_cast<index_t>(gridDim.x) * reduce_threads) {
+    H acc = t.init;
+    for (int c = 0; c < t.chunks; ++c) acc = static_cast<H>(t.op(acc, t.partial[static_cast<index_t>(c) * t.n_out + o]));
+    t.out[o] = static_cast<Acc>(acc);
+  }
+}
+
+// Decides how a dims reduction spreads over the GPU: lanes per output, then chunks of the
+// reduced range so that about two waves of threads run. Returns the partial bytes needed.
+template <class Task>
+std::size_t plan_dims(Task& t, int device) {
+  using H = typename Task::fold_type;
+  const int sms = rt::info(device).sm_count > 0 ? rt::info(device).sm_count : 1;
+  const index_t target = static_cast<index_t>(sms) * 2048 * 2;
+  t.group = 1;
+  if (t.nr > 0 && t.rdim[0] == 0 && t.rext[0] >= 32) t.group = t.rext[0] >= 1024 ? reduce_threads : 32;
+  const index_t outputs_threads = t.n_out * t.group;
+  index_t chunks = 1;
+  const index_t min_chunk = static_cast<index_t>(t.group) * 64;  // enough work per lane to pay the partial
+  if (outputs_threads < target && t.n_red > min_chunk) {
+    chunks = (target + outputs_threads - 1) / outputs_threads;
+    const index_t most = (t.n_red + min_chunk - 1) / min_chunk;
+    if (chunks > most) chunks = most;
+    if (chunks > 65535) chunks = 65535;
+  }
+  t.chunk = chunks > 1 ? (t.n_red + chunks - 1) / chunks : (t.n_red > 0 ? t.n_red : 1);
+  t.chunks = chunks > 1 ? static_cast<int>((t.n_red + t.chunk - 1) / t.chunk) : 1;
+  return t.chunks > 1 ? static_cast<std::size_t>(t.chunks) * static_cast<std::size_t>(t.n_out) * sizeof(H) : 0;
+}
+
+// Queues one shard's dims reduction (planned by plan_dims, t.partial set when chunks > 1).
+template <class Task>
+void reduce_dims(const Task& t, int device, int shard) {
+  static_assert(device_copyable<Task>::value,
+                "TESSERA_EVALUATOR_NOT_TRIVIALLY_COPYABLE: kernel parameters are copied bytewise");
+  static_assert(sizeof(Task) <= 32764, "TESSERA_EXPRESSION_TOO_LARGE: split the expression with eval()");
+  if (t.n_out == 0) return;
+  rt::set_device(device);
+  auto stream = static_cast<cudaStream_t>(rt::stream(device));
+  const int sms = rt::info(device).sm_count > 0 ? rt::info(device).sm_count : 1;
+  const index_t per_block = reduce_threads / t.group;
+  index_t bx = (t.n_out + per_block - 1) / per_block;
+  const index_t cap = static_cast<index_t>(sms) * 64;
+  if (bx > cap) bx = cap;
+  const dim3 grid(static_cast<unsigned>(bx), static_cast<unsigned>(t.chunks));
+  if (t.wide) dims_reduce_kernel<std::int64_t><<<grid, reduce_threads, 0, stream>>>(t);
+  else dims_reduce_kernel<std::int32_t><<<grid, reduce_threads, 0, stream>>>(t);
+  rt::check_launch(device, shard, "dims_reduce_kernel");
+  if (t.chunks > 1) {
+    index_t b2 = (t.n_out + reduce_threads - 1) / reduce_threads;
+    if (b2 > cap) b2 = cap;
+    dims_chunks_kernel<<<static_cast<unsigned>(b2), reduce_threads, 0, stream>>>(t);
+    rt::check_launch(device, shard, "dims_chunks_kernel");
+  }
 }
 
 }  // namespace tessera::detail::cuda

@@ -219,4 +219,63 @@ void* scratch(int device_id, std::size_t bytes) {
   return sl.p;
 }
 
+namespace {
+struct reduce_slots {
+  std::mutex m;
+  result_slot result{nullptr, nullptr};
+  unsigned* counter = nullptr;
+};
+reduce_slots& slots_of(int device_id) {
+  static reduce_slots slots[64 + max_host_devices];
+  (void)info(device_id);
+  if (device_id < 0 || device_id >= 64 + max_host_devices) {
+    throw invalid_argument("tessera: reduction slots support device ids below " + std::to_string(64 + max_host_devices) +
+                           ", found " + std::to_string(device_id));
+  }
+  return slots[device_id];
+}
+}  // namespace
+
+result_slot mapped_result(int device_id) {
+  reduce_slots& sl = slots_of(device_id);
+  std::lock_guard<std::mutex> lock(sl.m);
+  if (sl.result.host == nullptr) {
+#if TESSERA_HAS_CUDA
+    if (is_gpu(get(), device_id)) {
+      device_guard guard(device_id);
+      void* h = nullptr;
+      void* d = nullptr;
+      cuda_check(cudaHostAlloc(&h, result_slot_bytes, cudaHostAllocMapped | cudaHostAllocPortable), "cudaHostAlloc",
+                 device_id);
+      cuda_check(cudaHostGetDevicePointer(&d, h, 0), "cudaHostGetDevicePointer", device_id);
+      sl.result = {h, d};
+      return sl.result;
+    }
+#endif
+    void* h = std::calloc(1, result_slot_bytes);
+    if (h == nullptr) throw error("tessera: could not allocate a reduction result slot on the host");
+    sl.result = {h, h};
+  }
+  return sl.result;
+}
+
+unsigned* block_counter(int device_id) {
+  reduce_slots& sl = slots_of(device_id);
+  std::lock_guard<std::mutex> lock(sl.m);
+  if (sl.counter == nullptr) {
+    auto* c = static_cast<unsigned*>(allocate(device_id, alignment, memory::device));
+#if TESSERA_HAS_CUDA
+    if (is_gpu(get(), device_id)) {
+      device_guard guard(device_id);
+      cuda_check(cudaMemset(c, 0, alignment), "cudaMemset", device_id);
+    } else
+#endif
+    {
+      *c = 0;
+    }
+    sl.counter = c;
+  }
+  return sl.counter;
+}
+
 }  // namespace tessera::detail::rt

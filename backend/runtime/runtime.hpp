@@ -56,6 +56,19 @@ void deallocate(int device_id, void* p, std::size_t bytes, memory kind) noexcept
 // finish the work that uses it (stream order plus a host wait) before returning.
 void* scratch(int device_id, std::size_t bytes);
 
+// What a one-pass reduction kernel needs besides its scratch: a block counter (zero between
+// launches: the last block resets it) in device memory, and a small result slot in pinned host
+// memory mapped into the device's address space, so that a partial reaches the host without a
+// copy launch. Both are allocated on first use and live as long as the process. Host devices
+// get plain host memory. Like scratch(), one reduction at a time per device.
+struct result_slot {
+  void* host;    // where the host reads it (after waiting for the device's stream)
+  void* device;  // where a kernel writes it
+};
+inline constexpr std::size_t result_slot_bytes = 64;
+result_slot mapped_result(int device_id);
+unsigned* block_counter(int device_id);
+
 // One allocation on one device. `host_touched` records that host code may have pulled pages
 // of a unified buffer to the host; the next launch that reads or writes it prefetches it back.
 struct buffer {

@@ -1,10 +1,11 @@
 // SPDX-License-Identifier: Apache-2.0
 // Tessera: reductions along dimensions, sum(x, dims(0, 2)). The result keeps the rank, with size
-// 1 along the reduced dimensions. Each output element folds its slice of the shard through a
-// reducing evaluator, run by the ordinary elementwise executors (so a fused expression is read
-// once and never materialized). The placement is kept when the shard dimension is not reduced;
-// when it is, every device folds its own block and the partials are combined into a replicated
-// result.
+// 1 along the reduced dimensions. Each shard runs one DimsTask (backend/cuda/reduce.cuh: lanes
+// cooperate on an output when the contiguous dim is reduced, one thread per output walks the
+// reduced dims otherwise; a fused expression is read once, never materialized). The placement is
+// kept when the shard dimension is not reduced; when it is, every device folds its own block into
+// a partial, the partials are allgathered (NCCL on GPUs, in process on host devices) and every
+// device folds them, in the same order, into its replica of the result.
 #pragma once
 #include <tessera/reduce.hpp>
 
@@ -27,50 +28,6 @@ ReduceDims dims(I... i) {
 
 namespace detail {
 
-// Folds the reduced dimensions (extent rext[k] > 1... or 0) of the inner evaluator for one output
-// element. Only the cartesian path is meaningful: the launcher always selects it.
-template <class H, class Map, class Op, class E, int N>
-struct ReduceEval {
-  using value_type = H;
-  E e;
-  Map map;
-  Op op;
-  H init;
-  index_t rext[N > 0 ? N : 1];  // the folded extent along reduced dims, 1 elsewhere
-  bool empty;                   // some reduced dim has extent 0
-
-  template <class I>
-  TS_HD H at(const I* idx) const {
-    if (empty) return init;
-    I j[N > 0 ? N : 1];
-    for (int k = 0; k < N; ++k) j[k] = idx[k];
-    H acc = init;
-    for (;;) {
-      acc = op(acc, static_cast<H>(map(e.at(j))));
-      int k = 0;
-      for (; k < N; ++k) {
-        if (rext[k] == 1) continue;
-        if (++j[k] < static_cast<I>(rext[k])) break;
-        j[k] = 0;
-      }
-      if (k == N) return acc;
-    }
-  }
-  template <class I>
-  TS_HD H linear(I) const {
-    return init;  // never selected (see above)
-  }
-  template <int K, class I>
-  TS_HD void vec(I, H (&out)[K]) const {
-    for (int j = 0; j < K; ++j) out[j] = init;
-  }
-};
-
-template <class H, class Map, class Op, class E, int N>
-struct device_copyable<ReduceEval<H, Map, Op, E, N>>
-    : std::bool_constant<device_copyable_functor_v<Map> && device_copyable_functor_v<Op> &&
-                         device_copyable<E>::value> {};
-
 template <int R>
 std::array<bool, R> reduced_mask(const ReduceDims& d, const char* what) {
   std::array<bool, R> m{};
@@ -78,32 +35,48 @@ std::array<bool, R> reduced_mask(const ReduceDims& d, const char* what) {
     const int k = d.d[i];
     if (k < 0 || k >= R || m[k]) {
       throw invalid_argument(std::string("tessera: ") + what + "(x, dims(...)) on an expression of rank " +
-                             std::to_string(R) + ": dimension " + std::to_string(k) +
-                             (k >= 0 && k < R ? " is listed twice" : " is outside [0, rank)"));
+                             std::to_string(R) + ": expected distinct dimensions in [0, " + std::to_string(R) +
+                             "), found dimension " + std::to_string(k) +
+                             (k >= 0 && k < R ? " listed twice" : ", outside that range"));
     }
     m[k] = true;
   }
   return m;
 }
 
+// One shard on its device's executor, called through rt::run_shards like elementwise work.
+template <class Task>
+void run_dims_shard(const void* task, int device, int shard, bool host) {
+  const Task& t = *static_cast<const Task*>(task);
+  if (host) {
+    host::reduce_dims(t);
+  } else {
+#if TS_DEVICE_COMPILER
+    cuda::reduce_dims(t, device, shard);
+#else
+    (void)shard;
+    no_device_compiler(Device(device), "a reduction along dims");
+#endif
+  }
+}
+
 template <class Acc, class Node, class Map, class Op>
-Array<Acc, Node::rank> reduce_dims_node(const Node& node, const ReduceDims& dd, Map map, Op op, Acc init, const char* what) {
+Array<Acc, Node::rank> reduce_dims_node(const Node& node, const ReduceDims& dd, Map map, Op op, Acc init,
+                                        const char* what) {
   constexpr int R = Node::rank;
-  using H = std::conditional_t<double_combine_v<Op, Acc>, double, Acc>;
-  using E = eval_t<Node, R>;
-  using RE = ReduceEval<H, Map, Op, E, R>;
-  using Task = ShardTask<OutEval<Acc, R>, RE, R>;
+  using H = combine_t<Op, Acc>;
+  using Task = DimsTask<Acc, H, eval_t<Node, R>, Map, Op, R>;
   const auto mask = reduced_mask<R>(dd, what);
   const Shape<R> in_shape = node.shape();
   Shape<R> out_shape = in_shape;
   for (int k = 0; k < R; ++k)
     if (mask[k]) out_shape[k] = 1;
-  LayoutChoice<R> choice;
-  choose<R>(node, in_shape, choice);
-  const Geometry<R> gin = choice.rank ? choice.g : geometry_from_placement<R>(in_shape, Placement{});
+  const index_t k_out = volume<R>(out_shape);
+  memory mem = memory::unified;
+  const Geometry<R> gin = reduction_geometry<R>(node, in_shape, &mem);
   const bool shard_reduced = gin.shard_dim >= 0 && mask[gin.shard_dim] && gin.boxes.size() > 1;
-  // The output: the input's boxes with the reduced dims collapsed; full boxes (one partial per
-  // device, then combined) when the shard dim is reduced.
+  // The output: the input's boxes with the reduced dims collapsed; whole (replicated) boxes when
+  // the shard dim is reduced: each device folds its block into a partial, then they combine.
   Geometry<R> gout{out_shape, shard_reduced ? -1 : gin.shard_dim, gin.replicated || shard_reduced, {}};
   for (auto& b : gin.boxes) {
     typename Geometry<R>::Box o{b.device, b.origin, b.extent};
@@ -115,53 +88,78 @@ Array<Acc, Node::rank> reduce_dims_node(const Node& node, const ReduceDims& dd, 
     }
     gout.boxes.push_back(o);
   }
-  auto out = std::make_shared<const Layout<Acc, R>>(allocate_layout<Acc, R>(gout, choice.mem));
+  auto out = std::make_shared<const Layout<Acc, R>>(allocate_layout<Acc, R>(gout, mem));
+  const std::size_t ndev = gin.boxes.size();
+  std::shared_ptr<const Layout<Acc, 2>> gather;  // ndev blocks of k_out partials on every device
+  if (shard_reduced && k_out > 0) {
+    Geometry<2> gg{{k_out, static_cast<index_t>(ndev)}, -1, true, {}};
+    for (auto& b : gin.boxes) gg.boxes.push_back({b.device, {0, 0}, gg.shape});
+    gather = std::make_shared<const Layout<Acc, 2>>(allocate_layout<Acc, 2>(gg, memory::device));
+  }
   std::vector<Task> tasks;
   std::vector<rt::shard_launch> launches;
-  for (std::size_t s = 0; s < gin.boxes.size(); ++s) {
-    const auto& b = gin.boxes[s];
-    const auto& p = out->parts[s];
-    const index_t n = volume<R>(p.extent);
-    if (n == 0) continue;
-    ShardContext<R> c{b.device, in_shape, b.origin, b.extent, nullptr, nullptr, nullptr, {}, nullptr};
-    c.dst = &in_shape;
-    c.describe_dst = [](const void* sh) {
-      return "a reduction along dims over " + shape_string<R>(*static_cast<const Shape<R>*>(sh));
-    };
-    RE re{build(node, c), map, op, static_cast<H>(init), {}, volume<R>(b.extent) == 0};
-    for (int k = 0; k < R; ++k) re.rext[k] = mask[k] ? b.extent[k] : 1;
-    Task t{OutEval<Acc, R>{p.ptr, {}}, re, {}, n, path::cartesian, false};
-    for (int k = 0; k < R; ++k) {
-      t.out.st[k] = p.stride[k];
-      t.ext[k] = p.extent[k];
-    }
-    t.wide = volume<R>(b.extent) >= (index_t(1) << 30) || c.max_offset >= (index_t(1) << 30);
-    rt::make_resident(*p.buf);
-    tasks.push_back(t);
-    launches.push_back({b.device.id(), static_cast<int>(s), b.device.is_host(), n, &run_shard<Task>, nullptr});
-  }
-  for (std::size_t i = 0; i < tasks.size(); ++i) launches[i].task = &tasks[i];
-  rt::run_shards(launches.data(), launches.size(), false);
-  if (shard_reduced) {
-    // Combine the per-device partials (blocks that were empty hold init) and replicate the result.
-    const auto n = static_cast<std::size_t>(volume<R>(out_shape));
-    using Store = std::conditional_t<std::is_same_v<Acc, bool>, unsigned char, Acc>;  // vector<bool> is packed
-    static_assert(sizeof(Store) == sizeof(Acc));
-    std::vector<H> total(n, static_cast<H>(init));
-    std::vector<Store> part(n);
-    for (std::size_t s = 0; s < out->parts.size(); ++s) {
+  tasks.reserve(ndev);
+  const int saved = rt::get_cuda_device();
+  try {
+    for (std::size_t s = 0; s < ndev; ++s) {
+      const auto& b = gin.boxes[s];
       const auto& p = out->parts[s];
-      if (n == 0 || volume<R>(gin.boxes[s].extent) == 0) continue;
-      rt::copy_to_host(p.device.id(), part.data(), n * sizeof(Acc), p.ptr, n * sizeof(Acc), n * sizeof(Acc), 1);
-      for (std::size_t i = 0; i < n; ++i) {
-        total[i] = static_cast<H>(op(total[i], static_cast<H>(static_cast<Acc>(part[i]))));
+      const index_t n = volume<R>(p.extent);
+      if (n == 0) continue;
+      ShardContext<R> c{b.device, in_shape, b.origin, b.extent, nullptr, nullptr, nullptr, {}, nullptr};
+      c.dst = &in_shape;
+      c.describe_dst = [](const void* sh) {
+        return "a reduction along dims over " + shape_string<R>(*static_cast<const Shape<R>*>(sh));
+      };
+      Task t{build(node, c), map, op, static_cast<H>(init), 0, 0, {}, {}, {}, {}, n, 1, 1, 1, 1, false, nullptr,
+             nullptr};
+      for (int k = 0; k < R; ++k) {
+        if (mask[k]) {
+          t.rdim[t.nr] = k;
+          t.rext[t.nr++] = b.extent[k];
+        } else {
+          t.kdim[t.nk] = k;
+          t.kext[t.nk++] = b.extent[k];
+        }
       }
+      t.n_red = volume<R>(b.extent) / n;  // 0 when a reduced dim is empty: the outputs get init
+      t.chunk = t.n_red > 0 ? t.n_red : 1;
+      t.wide = volume<R>(b.extent) >= (index_t(1) << 30) || c.max_offset >= (index_t(1) << 30) ||
+               n * static_cast<index_t>(ndev) >= (index_t(1) << 30);
+      t.out = shard_reduced ? gather->parts[s].ptr + static_cast<index_t>(s) * k_out : p.ptr;
+      rt::make_resident(*p.buf);
+#if TS_DEVICE_COMPILER
+      if (!b.device.is_host()) {
+        const std::size_t bytes = cuda::plan_dims(t, b.device.id());
+        if (bytes > 0) t.partial = static_cast<H*>(rt::scratch(b.device.id(), bytes));
+      }
+#endif
+      tasks.push_back(t);
+      launches.push_back({b.device.id(), static_cast<int>(s), b.device.is_host(), n, &run_dims_shard<Task>, nullptr});
     }
-    for (std::size_t i = 0; i < n; ++i) part[i] = static_cast<Store>(static_cast<Acc>(total[i]));
-    for (auto& p : out->parts) {
-      if (n > 0) rt::copy_from_host(p.device.id(), p.ptr, n * sizeof(Acc), part.data(), n * sizeof(Acc), n * sizeof(Acc), 1);
+    for (std::size_t i = 0; i < tasks.size(); ++i) launches[i].task = &tasks[i];
+    rt::run_shards(launches.data(), launches.size(), false);
+    if (gather) {
+      std::vector<int> ids;
+      std::vector<void*> ptrs;
+      part_pointers(*gather, ids, ptrs);
+      std::vector<const void*> send;
+      for (std::size_t r = 0; r < ndev; ++r) send.push_back(gather->parts[r].ptr + static_cast<index_t>(r) * k_out);
+      comm::allgather(ids.data(), static_cast<int>(ndev), send.data(), ptrs.data(), static_cast<std::size_t>(k_out) * sizeof(Acc));
+      std::vector<Device> devs;
+      std::vector<Acc*> gp, op_out;
+      for (std::size_t r = 0; r < ndev; ++r) {
+        devs.push_back(gin.boxes[r].device);
+        gp.push_back(gather->parts[r].ptr);
+        op_out.push_back(out->parts[r].ptr);
+      }
+      fold_gathered<Acc>(devs, gp, op_out, k_out, op, init);
     }
+  } catch (...) {
+    rt::restore_cuda_device(saved);
+    throw;
   }
+  rt::restore_cuda_device(saved);
   return Array<Acc, R>(std::move(out));
 }
 
@@ -210,19 +208,16 @@ auto extremum_dims(X&& x, const ReduceDims& d, const char* name) {
   using V = typename decltype(node)::value_type;
   constexpr int R = decltype(node)::rank;
   (void)reduced_mask<R>(d, name);
-  if (reduced_count(node, d) == 0 && length_of(node) == 0) {
+  if (reduced_count(node, d) == 0) {
     Shape<R> out = node.shape();
     for (int i = 0; i < d.count; ++i) out[d.d[i]] = 1;
     if (volume<R>(out) > 0) {
       throw invalid_argument(std::string("tessera: ") + name + "(x, dims(...)) over an empty dimension of shape " +
-                             shape_string<R>(node.shape()) + " has no value");
+                             shape_string<R>(node.shape()) +
+                             " has no value; expected every reduced dimension to have at least one element");
     }
   }
-  V init;
-  if constexpr (std::is_same_v<V, bool>) init = !IsMax;
-  else if constexpr (std::is_floating_point_v<V>) init = IsMax ? -std::numeric_limits<V>::infinity() : std::numeric_limits<V>::infinity();
-  else init = IsMax ? std::numeric_limits<V>::lowest() : std::numeric_limits<V>::max();
-  return reduce_dims_node<V>(node, d, red::identity{}, red::extremum<IsMax>{}, init, name);
+  return reduce_dims_node<V>(node, d, red::to<V>{}, red::extremum<IsMax>{}, extremum_init<V>(IsMax), name);
 }
 }  // namespace detail
 
@@ -242,12 +237,33 @@ auto mean(X&& x, const ReduceDims& d) {
   using R = detail::real_result_t<typename decltype(node)::value_type>;
   const auto n = static_cast<double>(detail::reduced_count(node, d));
   auto s = detail::reduce_dims_node<double>(node, d, detail::red::to<double>{}, detail::red::add{}, 0.0, "mean");
-  if constexpr (std::is_same_v<R, double>) {
-    s = s / n;
-    return s;
-  } else {
-    return Array<R, decltype(node)::rank>(cast<R>(s / n));
-  }
+  return Array<R, decltype(node)::rank>(cast<R>(s / n));
+}
+
+// norm(x, dims(...)): the 2-norm of every slice, accumulated in double.
+template <expression X>
+auto norm(X&& x, const ReduceDims& d) {
+  auto node = detail::to_node(std::forward<X>(x));
+  using R = detail::real_result_t<typename decltype(node)::value_type>;
+  auto s = detail::reduce_dims_node<double>(node, d, detail::red::abs2{}, detail::red::add{}, 0.0, "norm");
+  return Array<R, decltype(node)::rank>(cast<R>(sqrt(s)));
+}
+
+// reduce(op, x, init, dims(...)) and mapreduce(f, op, x, init, dims(...)).
+template <class Op, expression X, scalar_type Init>
+auto reduce(Op op, X&& x, Init init, const ReduceDims& d) {
+  auto node = detail::to_node(std::forward<X>(x));
+  using V = typename decltype(node)::value_type;
+  using A = std::decay_t<std::invoke_result_t<const Op&, Init, V>>;
+  return detail::reduce_dims_node<A>(node, d, detail::red::to<A>{}, op, static_cast<A>(init), "reduce");
+}
+template <class F, class Op, expression X, scalar_type Init>
+auto mapreduce(F f, Op op, X&& x, Init init, const ReduceDims& d) {
+  auto node = detail::to_node(std::forward<X>(x));
+  using V = typename decltype(node)::value_type;
+  using M = std::decay_t<std::invoke_result_t<const F&, V>>;
+  using A = std::decay_t<std::invoke_result_t<const Op&, Init, M>>;
+  return detail::reduce_dims_node<A>(node, d, f, op, static_cast<A>(init), "mapreduce");
 }
 
 }  // namespace tessera

@@ -1,0 +1,208 @@
+// SPDX-License-Identifier: Apache-2.0
+// Tessera: what one shard of a reduction hands to its executor. Like ShardTask for elementwise
+// work, these are trivially copyable (kernel parameters) and hold the shard's evaluator; the fold
+// loops shared by the host and CUDA executors live here too, so both compute the same function.
+#pragma once
+#include <tessera/evaluator.hpp>
+
+#include <cstdint>
+#include <type_traits>
+
+namespace tessera::detail {
+namespace red {
+
+struct add {
+  template <class A, class B>
+  TS_HD auto operator()(A a, B b) const {
+    return a + b;
+  }
+};
+struct mul {
+  template <class A, class B>
+  TS_HD auto operator()(A a, B b) const {
+    return a * b;
+  }
+};
+template <bool IsMax>
+struct extremum {  // NaN wins wherever it sits (Julia's maximum/minimum)
+  template <class A>
+  TS_HD A operator()(A a, A b) const {
+    if constexpr (std::is_floating_point_v<A>) {
+      if (a != a) return a;
+      if (b != b) return b;
+    }
+    return (IsMax ? a < b : b < a) ? b : a;
+  }
+};
+struct lor {
+  TS_HD bool operator()(bool a, bool b) const { return a || b; }
+};
+struct land {
+  TS_HD bool operator()(bool a, bool b) const { return a && b; }
+};
+struct truthy {
+  template <class A>
+  TS_HD bool operator()(A a) const {
+    return a != A(0);
+  }
+};
+struct count_true {
+  template <class A>
+  TS_HD std::int64_t operator()(A a) const {
+    return a != A(0) ? 1 : 0;
+  }
+};
+struct abs2 {
+  template <class A>
+  TS_HD double operator()(A a) const {
+    return double(a) * double(a);
+  }
+};
+template <class T>
+struct to {
+  template <class A>
+  TS_HD T operator()(A a) const {
+    return static_cast<T>(a);
+  }
+};
+
+}  // namespace red
+
+// A full reduction of one shard: every element of the box, mapped, folded with op from init.
+// On GPUs one kernel does it all: each block folds a grid-stride share and stores a partial, and
+// the last block to finish (counted in *counter) folds the partials into *result.
+template <class Acc, class E, class Map, class Op, int N>
+struct FullTask {
+  using acc_type = Acc;
+  E e;
+  Map map;
+  Op op;
+  Acc init;
+  index_t ext[N > 0 ? N : 1];
+  index_t n;
+  path mode;
+  bool wide;
+  Acc* partials;      // one per block
+  unsigned* counter;  // zero between launches
+  Acc* result;        // device memory, or pinned host memory mapped into the device
+  // Elements per vector load: 16 bytes of the narrowest operand, at most 8.
+  static constexpr int K = [] {
+    const std::size_t k = 16 / min_leaf_size<E>::value;
+    return static_cast<int>(k > 8 ? 8 : k < 1 ? 1 : k);
+  }();
+
+  template <class I>
+  TS_HD Acc element(I i) const {
+    if (mode != path::cartesian) return static_cast<Acc>(map(e.linear(i)));
+    I idx[N > 0 ? N : 1];
+    I r = i;
+    for (int k = 0; k < N; ++k) {
+      const I x = static_cast<I>(ext[k]);
+      if (k + 1 < N) {
+        idx[k] = r % x;
+        r /= x;
+      } else {
+        idx[k] = r;
+      }
+    }
+    return static_cast<Acc>(map(e.at(idx)));
+  }
+};
+
+// A reduction along dimensions of one shard. The box's dims split into kept dims (the output's,
+// in order) and reduced dims; output o (column-major over the kept dims) folds its reduced
+// elements, column-major over the reduced dims, in `chunks` pieces of `chunk` elements. Runs of
+// the first reduced dim are split among `group` lanes (GPU: 32 or 256 threads cooperate on one
+// output when the first reduced dim is the contiguous one; 1 otherwise).
+template <class Acc, class H, class E, class Map, class Op, int N>
+struct DimsTask {
+  using acc_type = Acc;
+  using fold_type = H;
+  static constexpr int rank = N;
+  E e;
+  Map map;
+  Op op;
+  H init;
+  int nk, nr;                  // kept / reduced dim counts
+  int kdim[N > 0 ? N : 1];     // kept dims, innermost first
+  int rdim[N > 0 ? N : 1];     // reduced dims, innermost first
+  index_t kext[N > 0 ? N : 1];
+  index_t rext[N > 0 ? N : 1];
+  index_t n_out, n_red;        // outputs, reduced elements per output
+  index_t chunk;               // reduced elements per chunk
+  int chunks;
+  int group;                   // lanes per output
+  bool wide;
+  Acc* out;                    // n_out results, contiguous (chunks == 1)
+  H* partial;                  // chunks * n_out partials, output fastest (chunks > 1)
+
+  // Fills idx's kept dims for output o.
+  template <class I>
+  TS_HD void kept_index(I o, I* idx) const {
+    for (int k = 0; k < nk; ++k) {
+      const I x = static_cast<I>(kext[k]);
+      if (k + 1 < nk) {
+        idx[kdim[k]] = o % x;
+        o /= x;
+      } else {
+        idx[kdim[k]] = o;
+      }
+    }
+  }
+
+  // Folds reduced elements [r0, r1) of the output whose kept dims are in idx; this lane takes
+  // positions lane, lane + lanes, ... of every run along the first reduced dim, loading U of them
+  // before folding them (independent loads in flight).
+  template <class I>
+  TS_HD H fold(I* idx, I r0, I r1, int lane, int lanes) const {
+    constexpr int U = 8;
+    H acc = init;
+    if (r0 >= r1) return acc;
+    I r = r0;
+    for (int k = 0; k < nr; ++k) {
+      const I x = static_cast<I>(rext[k]);
+      idx[rdim[k]] = r % x;
+      r /= x;
+    }
+    r = r0;
+    const int d0 = rdim[0];
+    const I e0 = static_cast<I>(rext[0]);
+    while (r < r1) {
+      const I j0 = idx[d0];
+      const I run = (e0 - j0 < r1 - r) ? e0 - j0 : r1 - r;
+      for (I p = lane; p < run; p += static_cast<I>(lanes) * U) {
+        H v[U];
+#pragma unroll
+        for (int u = 0; u < U; ++u) {
+          const I q = p + static_cast<I>(u) * lanes;
+          if (q < run) {
+            I j[N > 0 ? N : 1];
+            for (int k = 0; k < N; ++k) j[k] = idx[k];
+            j[d0] = j0 + q;
+            v[u] = static_cast<H>(map(e.at(j)));
+          } else {
+            v[u] = init;
+          }
+        }
+#pragma unroll
+        for (int u = 0; u < U; ++u) acc = static_cast<H>(op(acc, v[u]));
+      }
+      r += run;
+      idx[d0] = j0 + run;
+      for (int k = 0; k + 1 < nr && idx[rdim[k]] == static_cast<I>(rext[k]); ++k) {  // carry
+        idx[rdim[k]] = 0;
+        ++idx[rdim[k + 1]];
+      }
+    }
+    return acc;
+  }
+};
+
+template <class Acc, class E, class Map, class Op, int N>
+struct device_copyable<FullTask<Acc, E, Map, Op, N>>
+    : std::bool_constant<device_copyable_functor_v<Map> && device_copyable_functor_v<Op> && device_copyable<E>::value> {};
+template <class Acc, class H, class E, class Map, class Op, int N>
+struct device_copyable<DimsTask<Acc, H, E, Map, Op, N>>
+    : std::bool_constant<device_copyable_functor_v<Map> && device_copyable_functor_v<Op> && device_copyable<E>::value> {};
+
+}  // namespace tessera::detail
