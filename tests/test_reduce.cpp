@@ -14,7 +14,7 @@ using namespace tessera_test;
 namespace {
 
 template <class T>
-Array<T, 2> put(const std::vector<T>& v, index_t rows, index_t cols, const Placement& p) {
+Array<T, 2> put2(const std::vector<T>& v, index_t rows, index_t cols, const Placement& p) {
   return from_host(v, {rows, cols}, p);
 }
 
@@ -39,8 +39,8 @@ TEST_CASE("sum, prod, mean, norm, dot of float arrays and fused expressions") {
         INFO("device set " << set_name(ds) << ", shape " << rows << "x" << cols);
         const auto av = random_values<float>(static_cast<std::size_t>(rows * cols));
         const auto bv = random_values<float>(static_cast<std::size_t>(rows * cols));
-        const auto a = put(av, rows, cols, p);
-        const auto b = put(bv, rows, cols, p);
+        const auto a = put2(av, rows, cols, p);
+        const auto b = put2(bv, rows, cols, p);
         double s = 0, sab = 0, sq = 0;
         for (std::size_t i = 0; i < av.size(); ++i) {
           s += av[i];
@@ -61,7 +61,7 @@ TEST_CASE("sum, prod, mean, norm, dot of float arrays and fused expressions") {
         const auto pv = random_values<double>(av.size(), 0.9, 1.1);
         double pr = 1;
         for (double x : pv) pr *= x;
-        CHECK(close(prod(put(pv, rows, cols, p)), pr, 1e-10, 1e-12));
+        CHECK(close(prod(put2(pv, rows, cols, p)), pr, 1e-10, 1e-12));
       }
     }
   }
@@ -129,5 +129,94 @@ TEST_CASE("a reduction of operands with mismatched placement throws and changes 
     const auto before = to_host(a);
     CHECK_THROWS_AS(sum(a * b), placement_mismatch);
     CHECK(to_host(a) == before);
+  }
+}
+
+TEST_CASE("sum and dot over the size sweep, 2^k +- 1 and large: every block and tail path") {
+  for_each_case([](const DeviceSet& ds, index_t n) {
+    for (index_t m : {n, n == (index_t(1) << 20) ? (index_t(1) << 22) + 3 : n}) {
+      const auto av = random_values<float>(static_cast<std::size_t>(m));
+      const auto bv = random_values<double>(static_cast<std::size_t>(m));
+      const auto a = put(av, ds);
+      const auto b = put(bv, ds);
+      double s = 0, sab = 0;
+      for (std::size_t i = 0; i < av.size(); ++i) {
+        s += av[i];
+        sab += double(av[i]) * bv[i];
+      }
+      const double tol = 1e-5 * (1 + std::sqrt(double(m)));
+      CHECK(close(sum(a), s, 1e-5, tol));
+      CHECK(close(dot(a, b), sab, 1e-9, 1e-9 * (1 + std::sqrt(double(m)))));
+      // A view one element in: unaligned (scalar linear path); every other element: cartesian.
+      if (m > 2) {
+        double s1 = 0, s2 = 0;
+        for (std::size_t i = 1; i < av.size(); ++i) s1 += av[i];
+        for (std::size_t i = 0; i < av.size(); i += 2) s2 += av[i];
+        const auto ar = from_host(av, {m}, on(ds[0]));
+        CHECK(close(sum(ar(range(1, m))), s1, 1e-5, tol));
+        CHECK(close(sum(ar(range(0, m, 2))), s2, 1e-5, tol));
+      }
+    }
+  });
+}
+
+TEST_CASE("NaN in each shard propagates through maximum and minimum") {
+  for (const auto& ds : device_sets()) {
+    const index_t n = 4 * static_cast<index_t>(ds.size()) + 3;
+    for (std::size_t shard_i = 0; shard_i < ds.size(); ++shard_i) {
+      for (int at_end = 0; at_end < 2; ++at_end) {
+        auto v = random_values<float>(static_cast<std::size_t>(n));
+        const auto a0 = from_host(v, {n}, shard(0, ds));
+        // the shard's first or last element, from the balanced blocks the placement makes
+        const auto parts = detail::balanced_block(n, static_cast<int>(ds.size()), static_cast<int>(shard_i));
+        const index_t where = at_end ? parts.second - 1 : parts.first;
+        INFO("device set " << set_name(ds) << ", NaN at " << where << " (shard " << shard_i << ")");
+        v[static_cast<std::size_t>(where)] = std::numeric_limits<float>::quiet_NaN();
+        const auto a = from_host(v, {n}, shard(0, ds));
+        CHECK(std::isnan(maximum(a)));
+        CHECK(std::isnan(minimum(a)));
+        CHECK(std::isnan(maximum(a, as_array).at()));
+        CHECK(!std::isnan(maximum(a0)));
+      }
+    }
+  }
+}
+
+TEST_CASE("as_array: a replicated 0-d result that later expressions use on the devices") {
+  for (const auto& ds : device_sets()) {
+    for (index_t n : {index_t(0), index_t(1), index_t(2), index_t(1001), (index_t(1) << 18) + 1}) {
+      INFO("device set " << set_name(ds) << ", n " << n);
+      const auto av = random_values<float>(static_cast<std::size_t>(n), 0.5, 2.0);
+      const auto a = put(av, ds);
+      double s = 0, mx = -INFINITY;
+      for (float x : av) {
+        s += x;
+        mx = std::max(mx, double(x));
+      }
+      const double tol = 1e-5 * (1 + std::sqrt(double(n)));
+      const Array<float, 0> t = sum(a, as_array);
+      CHECK(t.is_replicated());
+      CHECK(t.devices() == a.devices());
+      CHECK(close(t.at(), s, 1e-5, tol));
+      // a / sum(a): the normalized vector sums to 1, computed without a host round trip
+      Array<float, 1> w = a / sum(a, as_array);
+      if (n > 0) {
+        const auto wv = to_host(w);
+        for (std::size_t i = 0; i < wv.size(); i += 97) CHECK(close(wv[i], av[i] / s, 1e-4, 1e-9));
+        CHECK(close(sum(w), 1.0, 1e-4, 1e-6));
+        CHECK(close(maximum(a, as_array).at(), mx, 0, 0));
+        CHECK(close(mean(a, as_array).at(), s / double(n), 1e-5, 1e-6));
+      }
+      CHECK(count(a > 1.0f, as_array).at() == count(a > 1.0f));
+      CHECK(any(a > 1.5f, as_array).at() == any(a > 1.5f));
+      CHECK(all(a > 0.0f, as_array).at() == true);
+      CHECK(close(norm(a, as_array).at(), norm(a), 1e-6, 1e-6));
+      CHECK(close(dot(a, a, as_array).at(), dot(a, a), 1e-5, tol));
+      // replicated input: every replica reduces itself
+      const auto r = from_host(av, {n}, replicate(ds));
+      const auto rs = sum(r, as_array);
+      CHECK(rs.is_replicated());
+      CHECK(close(rs.at(), s, 1e-5, tol));
+    }
   }
 }

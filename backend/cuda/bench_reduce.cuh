@@ -108,7 +108,7 @@ class cub_sum {
 // to the host.
 class pinned_floats {
  public:
-  pinned_floats(std::size_t count, bool mapped, Device d) : d_(d) {
+  pinned_floats(std::size_t count, bool mapped, Device d) {
     const unsigned flags = cudaHostAllocPortable | (mapped ? cudaHostAllocMapped : 0u);
     detail::rt::set_device(d.id());
     check(cudaHostAlloc(&p_, (count ? count : 1) * slot, flags), "cudaHostAlloc", d);
@@ -131,7 +131,6 @@ class pinned_floats {
 
  private:
   static constexpr std::size_t slot = 64;
-  Device d_;
   void* p_ = nullptr;
 };
 

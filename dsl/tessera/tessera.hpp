@@ -19,3 +19,4 @@
 #include <tessera/io.hpp>
 #include <tessera/reduce.hpp>
 #include <tessera/reduce_dims.hpp>
+#include <tessera/collective.hpp>
