@@ -23,7 +23,7 @@ if [ "$what" = all ] || [ "$what" = bench ]; then
   bash "$ROOT/scripts/demo.sh" > "$OUT/demo.log" 2>&1 || { status=1; echo "demo FAILED"; tail -n 30 "$OUT/demo.log"; }
   grep -E "ok|OK|PASS|max error|FAIL" "$OUT/demo.log" | head -20
   cmake --build "$ROOT/build" --target tessera_bench -j "$(nproc)" > "$OUT/bench_build.log" 2>&1 || { status=1; tail -n 30 "$OUT/bench_build.log"; }
-  for b in "$ROOT"/build/bench_elementwise; do
+  for b in "$ROOT"/build/bench_elementwise "$ROOT"/build/bench_reduce; do
     [ -x "$b" ] && "$b" 2>&1 | tee "$OUT/$(basename "$b").log"
   done
 fi

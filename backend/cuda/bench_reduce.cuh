@@ -259,7 +259,9 @@ inline std::vector<double> nccl_allreduce_ms(const nccl_comms& comms, const std:
   return ms;
 }
 
-// The plain ways to get sum(a) onto the host when a is split into slices over GPUs.
+// The plain ways to get sum(a) onto the host when a is split into slices over GPUs. The copies
+// are cudaMemcpyAsync on the slice's stream followed by cudaStreamSynchronize: a plain cudaMemcpy
+// runs on the legacy default stream, which does not wait for Tessera's non-blocking streams.
 enum class host_sum_path {
   copy_each,       // CUB on every GPU, then cudaMemcpyAsync of each result to pinned host memory
   nccl_allreduce,  // CUB on every GPU, ncclAllReduce of the partials, copy rank 0's result

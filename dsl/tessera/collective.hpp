@@ -26,31 +26,19 @@ enum class reduce_op { sum, prod, max, min };
 
 namespace detail {
 
-inline const char* reduce_op_name(reduce_op o) {
-  switch (o) {
-    case reduce_op::sum: return "sum";
-    case reduce_op::prod: return "prod";
-    case reduce_op::max: return "max";
-    case reduce_op::min: return "min";
-  }
-  return "?";
-}
-
+// bool is one byte holding 0 or 1: or is max and and is min, which keep it 0 or 1 (a wrapping
+// byte sum would not).
 template <class T>
 comm::op comm_op(reduce_op o) {
-  if constexpr (std::is_same_v<T, bool>) {
-    // bool is one byte holding 0 or 1: or = max, and = min keep it 0 or 1 (a wrapping sum would not).
-    return o == reduce_op::sum || o == reduce_op::max ? comm::op::max : comm::op::min;
-  } else {
-    switch (o) {
-      case reduce_op::sum: return comm::op::sum;
-      case reduce_op::prod: return comm::op::prod;
-      case reduce_op::max: return comm::op::max;
-      case reduce_op::min: return comm::op::min;
-    }
-    throw invalid_argument("tessera: unknown reduce_op " + std::to_string(static_cast<int>(o)) +
-                           "; expected reduce_op::sum, prod, max or min");
+  constexpr bool logical = std::is_same_v<T, bool>;
+  switch (o) {
+    case reduce_op::sum: return logical ? comm::op::max : comm::op::sum;
+    case reduce_op::prod: return logical ? comm::op::min : comm::op::prod;
+    case reduce_op::max: return comm::op::max;
+    case reduce_op::min: return comm::op::min;
   }
+  throw invalid_argument("tessera: unknown reduce_op " + std::to_string(static_cast<int>(o)) +
+                         "; expected reduce_op::sum, prod, max or min");
 }
 
 template <class T, int N>
