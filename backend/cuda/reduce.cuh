@@ -128,7 +128,7 @@ template <class I, class Task>
 __global__ void __launch_bounds__(reduce_threads) dims_reduce_kernel(const Task t) {
   using H = typename Task::fold_type;
   using Acc = typename Task::acc_type;
-  __shared__ H smem[reduce_threads];
+  __shared__ Acc smem[reduce_threads];
   const int lanes = t.group;
   const int lane = static_cast<int>(threadIdx.x) % lanes;
   const I per_block = reduce_threads / lanes;
@@ -140,16 +140,18 @@ __global__ void __launch_bounds__(reduce_threads) dims_reduce_kernel(const Task 
   // Every thread of a block runs the same number of iterations (group_fold synchronizes).
   for (I base = static_cast<I>(blockIdx.x) * per_block; base < n_out; base += static_cast<I>(gridDim.x) * per_block) {
     const I o = base + static_cast<I>(threadIdx.x) / lanes;
-    H acc = t.init;
+    // Accumulates in the result type, like CUB: converting every float to double halves the
+    // bandwidth (measured on an H100: 0.44x -> 0.75x memcpy for sum(x, dims(k)) of 2^14 x 2^14).
+    Acc acc = static_cast<Acc>(t.init);
     I j[Task::rank > 0 ? Task::rank : 1] = {};
     if (o < n_out) {
       t.kept_index(o, j);
-      acc = t.fold(j, r0, r1, lane, lanes);
+      acc = t.template fold<Acc>(j, r0, r1, lane, lanes);
     }
-    if (lanes > 1) acc = group_fold<H>(acc, t.op, smem, lanes);
+    if (lanes > 1) acc = group_fold<Acc>(acc, t.op, smem, lanes);
     if (o < n_out && lane == 0) {
-      if (t.chunks == 1) t.out[o] = static_cast<Acc>(acc);
-      else t.partial[static_cast<index_t>(c) * t.n_out + o] = acc;
+      if (t.chunks == 1) t.out[o] = acc;
+      else t.partial[static_cast<index_t>(c) * t.n_out + o] = static_cast<H>(acc);
     }
   }
 }

@@ -34,14 +34,15 @@ H reduce(const FullTask<Acc, E, Map, Op, N>& t) {
   return acc;
 }
 
-// Every output of the shard, one after another (chunks are a GPU device for parallelism; the host
-// folds each output in one piece).
+// Every output of the shard, one after another, accumulated in H (double for floating sums: the
+// host has no bandwidth to save; chunks are a GPU device for parallelism, the host folds each
+// output in one piece).
 template <class Acc, class H, class E, class Map, class Op, int N>
 void reduce_dims(const DimsTask<Acc, H, E, Map, Op, N>& t) {
   for (index_t o = 0; o < t.n_out; ++o) {
     index_t idx[N > 0 ? N : 1] = {};
     t.kept_index(o, idx);
-    t.out[o] = static_cast<Acc>(t.fold(idx, index_t(0), t.n_red, 0, 1));
+    t.out[o] = static_cast<Acc>(t.template fold<H>(idx, index_t(0), t.n_red, 0, 1));
   }
 }
 

@@ -8,6 +8,11 @@
 #include <cstdint>
 #include <type_traits>
 
+// Reduced elements each lane loads before folding them (independent loads in flight).
+#ifndef TESSERA_DIMS_UNROLL
+#define TESSERA_DIMS_UNROLL 8
+#endif
+
 namespace tessera::detail {
 namespace red {
 
@@ -117,7 +122,7 @@ struct FullTask {
 template <class Acc, class H, class E, class Map, class Op, int N>
 struct DimsTask {
   using acc_type = Acc;
-  using fold_type = H;
+  using fold_type = H;  // the host's accumulator and the type of chunk partials
   static constexpr int rank = N;
   E e;
   Map map;
@@ -150,13 +155,13 @@ struct DimsTask {
     }
   }
 
-  // Folds reduced elements [r0, r1) of the output whose kept dims are in idx; this lane takes
-  // positions lane, lane + lanes, ... of every run along the first reduced dim, loading U of them
-  // before folding them (independent loads in flight).
-  template <class I>
-  TS_HD H fold(I* idx, I r0, I r1, int lane, int lanes) const {
-    constexpr int U = 8;
-    H acc = init;
+  // Folds reduced elements [r0, r1) of the output whose kept dims are in idx, accumulating in A;
+  // this lane takes positions lane, lane + lanes, ... of every run along the first reduced dim,
+  // loading U of them before folding them (independent loads in flight).
+  template <class A, class I>
+  TS_HD A fold(I* idx, I r0, I r1, int lane, int lanes) const {
+    constexpr int U = TESSERA_DIMS_UNROLL;
+    A acc = static_cast<A>(init);
     if (r0 >= r1) return acc;
     I r = r0;
     for (int k = 0; k < nr; ++k) {
@@ -171,7 +176,7 @@ struct DimsTask {
       const I j0 = idx[d0];
       const I run = (e0 - j0 < r1 - r) ? e0 - j0 : r1 - r;
       for (I p = lane; p < run; p += static_cast<I>(lanes) * U) {
-        H v[U];
+        A v[U];
 #pragma unroll
         for (int u = 0; u < U; ++u) {
           const I q = p + static_cast<I>(u) * lanes;
@@ -179,13 +184,13 @@ struct DimsTask {
             I j[N > 0 ? N : 1];
             for (int k = 0; k < N; ++k) j[k] = idx[k];
             j[d0] = j0 + q;
-            v[u] = static_cast<H>(map(e.at(j)));
+            v[u] = static_cast<A>(map(e.at(j)));
           } else {
-            v[u] = init;
+            v[u] = static_cast<A>(init);
           }
         }
 #pragma unroll
-        for (int u = 0; u < U; ++u) acc = static_cast<H>(op(acc, v[u]));
+        for (int u = 0; u < U; ++u) acc = static_cast<A>(op(acc, v[u]));
       }
       r += run;
       idx[d0] = j0 + run;
