@@ -2,7 +2,7 @@
 // Reductions along dimensions against plain loops: every dims combination of ranks 1 to 4, every
 // placement (the result keeps it, or is replicated when the shard dimension is reduced), uneven
 // shards, empty dimensions, fused expressions.
-#include "test_support.hpp"
+#include "dims_reference.hpp"
 
 #include <cmath>
 #include <limits>
@@ -11,39 +11,6 @@ using namespace tessera;
 using namespace tessera_test;
 
 namespace {
-
-// Reference: folds `f(value)` of a column-major rank-R array over the masked dims, in double.
-template <int R, class T, class F, class Op>
-std::vector<double> fold(const std::vector<T>& v, const Shape<R>& s, const std::array<bool, R>& mask, double init, F f,
-                         Op op) {
-  Shape<R> o = s;
-  for (int k = 0; k < R; ++k)
-    if (mask[k]) o[k] = 1;
-  index_t on = 1;
-  for (int k = 0; k < R; ++k) on *= o[k];
-  std::vector<double> out(static_cast<std::size_t>(on), init);
-  index_t n = 1;
-  for (int k = 0; k < R; ++k) n *= s[k];
-  for (index_t i = 0; i < n; ++i) {
-    index_t r = i, oi = 0, stride = 1;
-    for (int k = 0; k < R; ++k) {
-      const index_t ik = r % s[k];
-      r /= s[k];
-      oi += (mask[k] ? 0 : ik) * stride;
-      stride *= o[k];
-    }
-    out[static_cast<std::size_t>(oi)] = op(out[static_cast<std::size_t>(oi)], f(static_cast<double>(v[static_cast<std::size_t>(i)])));
-  }
-  return out;
-}
-
-template <int R>
-ReduceDims to_dims(const std::array<bool, R>& m) {
-  ReduceDims d{{}, 0};
-  for (int k = 0; k < R; ++k)
-    if (m[k]) d.d[d.count++] = k;
-  return d;
-}
 
 template <int R>
 void check_rank(const DeviceSet& ds, const Shape<R>& s) {
@@ -146,45 +113,5 @@ TEST_CASE("bad dims and empty maximum throw") {
     const auto e = zeros<float>({4, 0}, shard(1, ds));
     CHECK_THROWS_AS(maximum(e, dims(1)), invalid_argument);
     CHECK(to_host(sum(e, dims(1))) == std::vector<float>(4, 0.f));
-  }
-}
-
-// Shapes that take each GPU strategy: 256 or 32 lanes per output (contiguous dim reduced), one
-// thread per output (outer dims reduced), chunked partials when the outputs alone cannot fill the
-// GPU, chunks that end inside a run of the first reduced dim. Host devices fold them directly.
-TEST_CASE("large reductions along dims: cooperative lanes and chunked partials") {
-  for (const auto& ds : device_sets()) {
-    auto check2 = [&](const Shape<2>& s, std::array<bool, 2> mask) {
-      const auto v = random_values<float>(static_cast<std::size_t>(detail::volume<2>(s)));
-      for (const auto& p : {on(ds[0]), shard(1, ds)}) {
-        INFO("device set " << set_name(ds) << ", shape " << detail::shape_string<2>(s) << ", mask " << mask[0]
-                           << mask[1]);
-        const auto a = from_host(v, s, p);
-        auto add = [](double x, double y) { return x + y; };
-        const auto want = fold<2>(v, s, mask, 0.0, [](double x) { return x * x; }, add);
-        check_all_close(to_host(sum(a * a, to_dims<2>(mask))), want, 1e-5, 1e-4);
-        const auto want_max = fold<2>(v, s, mask, -INFINITY, [](double x) { return x; },
-                                      [](double x, double y) { return x > y ? x : y; });
-        check_all_close(to_host(maximum(a, to_dims<2>(mask))), want_max, 0, 0);
-      }
-    };
-    check2({2049, 33}, {true, false});
-    check2({40000, 2}, {true, false});
-    check2({100, 50}, {true, false});
-    check2({3, 5000}, {false, true});
-    check2({1 << 12, 1 << 9}, {false, true});
-    auto check3 = [&](const Shape<3>& s, std::array<bool, 3> mask) {
-      const auto v = random_values<double>(static_cast<std::size_t>(detail::volume<3>(s)));
-      for (const auto& p : {on(ds[0]), shard(2, ds), shard(1, ds)}) {
-        INFO("device set " << set_name(ds) << ", shape " << detail::shape_string<3>(s));
-        const auto a = from_host(v, s, p);
-        auto add = [](double x, double y) { return x + y; };
-        const auto want = fold<3>(v, s, mask, 0.0, [](double x) { return std::fabs(x) * x; }, add);
-        check_all_close(to_host(sum(abs(a) * a, to_dims<3>(mask))), want, 1e-9, 1e-9);
-      }
-    };
-    check3({37, 5, 41}, {true, false, true});
-    check3({3, 70, 80}, {false, true, true});
-    check3({5, 400, 50}, {false, false, true});
   }
 }

@@ -128,25 +128,51 @@ template <class I, class Task>
 __global__ void __launch_bounds__(reduce_threads) dims_reduce_kernel(const Task t) {
   using H = typename Task::fold_type;
   using Acc = typename Task::acc_type;
+  constexpr int K = Task::K;
   __shared__ Acc smem[reduce_threads];
-  const int lanes = t.group;
-  const int lane = static_cast<int>(threadIdx.x) % lanes;
-  const I per_block = reduce_threads / lanes;
   const I c = static_cast<I>(blockIdx.y);
   const I r0 = c * static_cast<I>(t.chunk);
   const I r1 = r0 + static_cast<I>(t.chunk) < static_cast<I>(t.n_red) ? r0 + static_cast<I>(t.chunk)
                                                                      : static_cast<I>(t.n_red);
   const I n_out = static_cast<I>(t.n_out);
+  // Accumulates in the result type, like CUB: converting every float to double halves the
+  // bandwidth (measured on an H100: 0.44x -> 0.75x memcpy for sum(x, dims(k)) of 2^14 x 2^14).
+  // The vector paths index in 32 bits (plan_dims makes sure that suffices): the 64-bit kernel
+  // leaves them out, which keeps compile times down.
+  constexpr bool vectors = sizeof(I) == 4;
+  if constexpr (vectors) {
+    if (t.access == dims_access::vec_kept) {  // K neighbouring outputs per thread
+      const I threads = static_cast<I>(gridDim.x) * reduce_threads;
+      for (I q = static_cast<I>(blockIdx.x) * reduce_threads + static_cast<I>(threadIdx.x); q < n_out / K; q += threads) {
+        I j[Task::rank > 0 ? Task::rank : 1] = {};
+        t.kept_index(q * K, j);
+        Acc acc[K];
+        t.template fold_columns<Acc>(j, r0, r1, acc);
+#pragma unroll
+        for (int k = 0; k < K; ++k) {
+          if (t.chunks == 1) t.out[q * K + k] = acc[k];
+          else t.partial[static_cast<index_t>(c) * t.n_out + q * K + k] = static_cast<H>(acc[k]);
+        }
+      }
+      return;
+    }
+  }
+  const int lanes = t.group;
+  const int lane = static_cast<int>(threadIdx.x) % lanes;
+  const I per_block = reduce_threads / lanes;
   // Every thread of a block runs the same number of iterations (group_fold synchronizes).
   for (I base = static_cast<I>(blockIdx.x) * per_block; base < n_out; base += static_cast<I>(gridDim.x) * per_block) {
     const I o = base + static_cast<I>(threadIdx.x) / lanes;
-    // Accumulates in the result type, like CUB: converting every float to double halves the
-    // bandwidth (measured on an H100: 0.44x -> 0.75x memcpy for sum(x, dims(k)) of 2^14 x 2^14).
     Acc acc = static_cast<Acc>(t.init);
     I j[Task::rank > 0 ? Task::rank : 1] = {};
     if (o < n_out) {
       t.kept_index(o, j);
-      acc = t.template fold<Acc>(j, r0, r1, lane, lanes);
+      if constexpr (vectors) {
+        acc = t.access == dims_access::vec_reduced ? t.template fold_vec<Acc>(j, r0, r1, lane, lanes)
+                                                   : t.template fold<Acc>(j, r0, r1, lane, lanes);
+      } else {
+        acc = t.template fold<Acc>(j, r0, r1, lane, lanes);
+      }
     }
     if (lanes > 1) acc = group_fold<Acc>(acc, t.op, smem, lanes);
     if (o < n_out && lane == 0) {
@@ -169,25 +195,39 @@ __global__ void __launch_bounds__(reduce_threads) dims_chunks_kernel(const Task 
   }
 }
 
-// Decides how a dims reduction spreads over the GPU: lanes per output, then chunks of the
-// reduced range so that about two waves of threads run. Returns the partial bytes needed.
+// Decides how a dims reduction reads its shard (vector loads where the layout allows) and spreads
+// over the GPU: lanes per output, then chunks of the reduced range so that about two waves of
+// threads run. Returns the partial bytes needed.
 template <class Task>
 std::size_t plan_dims(Task& t, int device) {
   using H = typename Task::fold_type;
+  constexpr int K = Task::K;
   const int sms = rt::info(device).sm_count > 0 ? rt::info(device).sm_count : 1;
   const index_t target = static_cast<index_t>(sms) * 2048 * 2;
+  const bool reduced0 = t.nr > 0 && t.rdim[0] == 0;
+  const index_t e0 = reduced0 ? t.rext[0] : (t.nk > 0 && t.kdim[0] == 0 ? t.kext[0] : 1);
+  t.access = dims_access::scalar;
+  const index_t small = index_t(1) << 30;  // 32-bit index math on the vector paths
+  const index_t volume = t.n_out * t.n_red;
+  if (K > 1 && t.mode == path::vector && e0 % K == 0 && volume / K < small && t.n_red < small && t.n_out < small)
+    t.access = reduced0 ? dims_access::vec_reduced : dims_access::vec_kept;
+  // Lanes per output: only when the contiguous dim is reduced (else threads of a warp read
+  // neighbouring outputs, which is what coalesces), counted in loads along the run.
+  const index_t loads0 = t.access == dims_access::vec_reduced ? e0 / K : e0;
   t.group = 1;
-  if (t.nr > 0 && t.rdim[0] == 0 && t.rext[0] >= 32) t.group = t.rext[0] >= 1024 ? reduce_threads : 32;
-  const index_t outputs_threads = t.n_out * t.group;
+  if (reduced0 && loads0 >= 32) t.group = loads0 >= 1024 ? reduce_threads : 32;
+  const index_t threads = (t.access == dims_access::vec_kept ? t.n_out / K : t.n_out) * t.group;
   index_t chunks = 1;
   const index_t min_chunk = static_cast<index_t>(t.group) * 64;  // enough work per lane to pay the partial
-  if (outputs_threads < target && t.n_red > min_chunk) {
-    chunks = (target + outputs_threads - 1) / outputs_threads;
+  if (threads < target && t.n_red > min_chunk) {
+    chunks = (target + threads - 1) / threads;
     const index_t most = (t.n_red + min_chunk - 1) / min_chunk;
     if (chunks > most) chunks = most;
     if (chunks > 65535) chunks = 65535;
   }
   t.chunk = chunks > 1 ? (t.n_red + chunks - 1) / chunks : (t.n_red > 0 ? t.n_red : 1);
+  // Vector runs start at multiples of K: chunk boundaries too.
+  if (t.access == dims_access::vec_reduced) t.chunk = (t.chunk + K - 1) / K * K;
   t.chunks = chunks > 1 ? static_cast<int>((t.n_red + t.chunk - 1) / t.chunk) : 1;
   return t.chunks > 1 ? static_cast<std::size_t>(t.chunks) * static_cast<std::size_t>(t.n_out) * sizeof(H) : 0;
 }
@@ -202,12 +242,13 @@ void reduce_dims(const Task& t, int device, int shard) {
   rt::set_device(device);
   auto stream = static_cast<cudaStream_t>(rt::stream(device));
   const int sms = rt::info(device).sm_count > 0 ? rt::info(device).sm_count : 1;
-  const index_t per_block = reduce_threads / t.group;
+  const index_t per_block = t.access == dims_access::vec_kept ? index_t(reduce_threads) * Task::K
+                                                              : index_t(reduce_threads / t.group);
   index_t bx = (t.n_out + per_block - 1) / per_block;
   const index_t cap = static_cast<index_t>(sms) * 64;
   if (bx > cap) bx = cap;
   const dim3 grid(static_cast<unsigned>(bx), static_cast<unsigned>(t.chunks));
-  if (t.wide) dims_reduce_kernel<std::int64_t><<<grid, reduce_threads, 0, stream>>>(t);
+  if (t.wide && t.access == dims_access::scalar) dims_reduce_kernel<std::int64_t><<<grid, reduce_threads, 0, stream>>>(t);
   else dims_reduce_kernel<std::int32_t><<<grid, reduce_threads, 0, stream>>>(t);
   rt::check_launch(device, shard, "dims_reduce_kernel");
   if (t.chunks > 1) {

@@ -65,14 +65,6 @@ void advise(const void* p, std::size_t bytes, cudaMemoryAdvise advice, int ordin
 #endif
 }
 
-void prefetch(const void* p, std::size_t bytes, int ordinal, cudaStream_t s) {
-#if CUDART_VERSION >= 13000
-  cuda_check(cudaMemPrefetchAsync(p, bytes, location_of(ordinal), 0, s), "cudaMemPrefetchAsync", ordinal);
-#else
-  cuda_check(cudaMemPrefetchAsync(p, bytes, ordinal, s), "cudaMemPrefetchAsync", ordinal);
-#endif
-}
-
 void* allocate_gpu(int d, std::size_t bytes, memory kind) {
   device_guard guard(d);
   void* p = nullptr;
@@ -101,6 +93,16 @@ void* allocate_gpu(int d, std::size_t bytes, memory kind) {
 
 }  // namespace
 
+#if TESSERA_HAS_CUDA
+void prefetch(const void* p, std::size_t bytes, int ordinal, cudaStream_t s) {
+#if CUDART_VERSION >= 13000
+  cuda_check(cudaMemPrefetchAsync(p, bytes, location_of(ordinal), 0, s), "cudaMemPrefetchAsync", ordinal);
+#else
+  cuda_check(cudaMemPrefetchAsync(p, bytes, ordinal, s), "cudaMemPrefetchAsync", ordinal);
+#endif
+}
+#endif
+
 void memory_info(int device_id, std::size_t& free, std::size_t& total) {
   (void)info(device_id);
 #if TESSERA_HAS_CUDA
@@ -113,19 +115,36 @@ void memory_info(int device_id, std::size_t& free, std::size_t& total) {
   host_memory(free, total);
 }
 
+// Free memory, counting the blocks the device's cache would give back for a request this size.
+static void free_for(int device_id, std::size_t bytes, std::size_t& free, std::size_t& total) {
+  memory_info(device_id, free, total);
+  if (bytes > free && pool_trim(device_id) > 0) memory_info(device_id, free, total);
+}
+
 void check_free(int device_id, std::size_t bytes) {
   std::size_t free = 0, total = 0;
-  memory_info(device_id, free, total);
+  free_for(device_id, bytes, free, total);
   if (bytes > free) throw out_of_memory(bytes, free, total, device_id, info(device_id).name);
 }
 
 void* allocate(int device_id, std::size_t bytes, memory kind) {
   (void)info(device_id);
   if (bytes == 0) return nullptr;
-  check_free(device_id, bytes);
 #if TESSERA_HAS_CUDA
-  if (is_gpu(get(), device_id)) return allocate_gpu(device_id, bytes, kind);
+  if (is_gpu(get(), device_id)) {
+    // GPU blocks come in size classes so that a dead array's block fits the next one (pool.cpp).
+    const std::size_t cls = pool_class(bytes);
+    if (void* p = pool_take(device_id, cls, kind)) return p;
+    std::size_t free = 0, total = 0;
+    free_for(device_id, cls, free, total);
+    if (bytes > free) throw out_of_memory(bytes, free, total, device_id, info(device_id).name);
+    if (cls <= free) return allocate_gpu(device_id, cls, kind);
+    void* p = allocate_gpu(device_id, bytes, kind);  // fits only unrounded: never cached
+    pool_mark_exact(device_id, p);
+    return p;
+  }
 #endif
+  check_free(device_id, bytes);
   (void)kind;
   const std::size_t rounded = (bytes + alignment - 1) / alignment * alignment;
   if (rounded < bytes) throw_oom(device_id, bytes);  // overflow of the rounding
@@ -134,11 +153,12 @@ void* allocate(int device_id, std::size_t bytes, memory kind) {
   return p;
 }
 
-void deallocate(int device_id, void* p, std::size_t bytes, memory kind) noexcept {
-  (void)bytes, (void)kind;
+void deallocate(int device_id, void* p, std::size_t bytes, memory kind, bool host_touched) noexcept {
+  (void)bytes, (void)kind, (void)host_touched;
   if (p == nullptr) return;
 #if TESSERA_HAS_CUDA
   if (is_gpu(get(), device_id)) {
+    if (pool_give(device_id, p, pool_class(bytes), kind, host_touched)) return;
     // cudaFree waits for the device, which is what lets arrays die while kernels that read
     // them are still queued. Errors (e.g. the runtime already unloaded at exit) are dropped:
     // there is nothing a destructor could do about them.

@@ -49,7 +49,12 @@ void check_free(int device_id, std::size_t bytes);
 // Allocates `bytes` (256-byte aligned) on the device. Unified memory is advised to prefer the
 // owner and prefetched there on the owner's stream. bytes == 0 returns nullptr.
 void* allocate(int device_id, std::size_t bytes, memory kind);
-void deallocate(int device_id, void* p, std::size_t bytes, memory kind) noexcept;
+// GPU memory goes back to the device's cache (freed by check_free when a request needs it, or by
+// tessera::reclaim()); the next allocation of its size class takes it, in stream order.
+// `host_touched`: host code may have pulled the pages of a unified block to the host.
+void deallocate(int device_id, void* p, std::size_t bytes, memory kind, bool host_touched = false) noexcept;
+// Bytes of freed GPU memory a device's cache holds.
+std::size_t pool_bytes(int device_id);
 
 // A grow-only device buffer of at least `bytes` per device, for reductions' temporary storage
 // and results. Valid until the next scratch() call for that device from any thread; callers
@@ -74,7 +79,7 @@ unsigned* block_counter(int device_id);
 struct buffer {
   buffer(int dev, std::size_t n_bytes, memory k)
       : device(dev), bytes(n_bytes), kind(k), ptr(allocate(dev, n_bytes, k)) {}
-  ~buffer() { deallocate(device, ptr, bytes, kind); }
+  ~buffer() { deallocate(device, ptr, bytes, kind, host_touched.load(std::memory_order_acquire)); }
   buffer(const buffer&) = delete;
   buffer& operator=(const buffer&) = delete;
   int device;

@@ -77,6 +77,20 @@ class device_guard {
   int previous_;
   int ordinal_;
 };
+
+// Queues a prefetch of unified memory to the device on its stream.
+void prefetch(const void* p, std::size_t bytes, int ordinal, cudaStream_t s);
+
+// The caching allocator (pool.cpp). pool_take returns a cached block of exactly `cls` bytes,
+// ordered after its previous life on the owner's stream, or nullptr; pool_give caches a block
+// (false: the caller frees it); pool_mark_exact flags a block allocated below its class.
+void* pool_take(int device_id, std::size_t cls, memory kind);
+bool pool_give(int device_id, void* p, std::size_t cls, memory kind, bool host_touched) noexcept;
+void pool_mark_exact(int device_id, void* p);
 #endif
+// The size class a GPU request of `bytes` is allocated with (bytes itself with the cache off).
+std::size_t pool_class(std::size_t bytes);
+// Frees a device's cached blocks; returns the bytes freed.
+std::size_t pool_trim(int device_id);
 
 }  // namespace tessera::detail::rt

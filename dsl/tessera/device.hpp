@@ -47,6 +47,10 @@ void synchronize();
 // Waits for all work on one device.
 void synchronize(Device d);
 
+// Frees the GPU memory that dead arrays left in each device's cache (CUDA.jl's reclaim(), CuPy's
+// free_all_blocks()). Never needed for correctness: a request that needs the memory frees it.
+void reclaim();
+
 // Prints each device, the peer-access matrix and the copy path of each pair.
 void print_topology(std::ostream& os);
 

@@ -154,7 +154,8 @@ void fold_gathered(const std::vector<Device>& devs, const std::vector<Acc*>& gat
   const index_t ndev = static_cast<index_t>(devs.size());
   for (std::size_t r = 0; r < devs.size(); ++r) {
     Task t{LeafEval<Acc, 2>{gather[r], {1, k}}, red::to<H>{}, op, static_cast<H>(init), 1, 1, {0, 0}, {1, 0},
-           {k, 0}, {ndev, 0}, k, ndev, ndev, 1, 1, false, out[r], nullptr};
+           {k, 0}, {ndev, 0}, {1, k}, k, ndev, ndev, 1, 1, path::cartesian, dims_access::scalar, false, out[r],
+           nullptr};
     if (devs[r].is_host()) {
       host::reduce_dims(t);
     } else {

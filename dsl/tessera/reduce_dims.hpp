@@ -111,9 +111,11 @@ Array<Acc, Node::rank> reduce_dims_node(const Node& node, const ReduceDims& dd, 
       c.describe_dst = [](const void* sh) {
         return "a reduction along dims over " + shape_string<R>(*static_cast<const Shape<R>*>(sh));
       };
-      Task t{build(node, c), map, op, static_cast<H>(init), 0, 0, {}, {}, {}, {}, n, 1, 1, 1, 1, false, nullptr,
-             nullptr};
+      Task t{build(node, c), map, op, static_cast<H>(init), 0, 0, {}, {}, {}, {}, {}, n, 1, 1, 1, 1,
+             path::cartesian, dims_access::scalar, false, nullptr, nullptr};
+      t.mode = c.linear ? (c.aligned ? path::vector : path::linear) : path::cartesian;
       for (int k = 0; k < R; ++k) {
+        t.cst[k] = k == 0 ? 1 : t.cst[k - 1] * b.extent[k - 1];
         if (mask[k]) {
           t.rdim[t.nr] = k;
           t.rext[t.nr++] = b.extent[k];

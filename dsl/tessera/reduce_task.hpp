@@ -12,6 +12,10 @@
 #ifndef TESSERA_DIMS_UNROLL
 #define TESSERA_DIMS_UNROLL 8
 #endif
+// Vectors each lane loads before folding them, when lanes share one output's contiguous runs.
+#ifndef TESSERA_DIMS_VEC_UNROLL
+#define TESSERA_DIMS_VEC_UNROLL 4
+#endif
 
 namespace tessera::detail {
 namespace red {
@@ -114,6 +118,12 @@ struct FullTask {
   }
 };
 
+// How a dims reduction reads its shard on a GPU: through the N-d evaluator, or with 16-byte vector
+// loads when every operand is contiguous and aligned and the contiguous extent is a multiple of
+// the vector width (lanes fold whole vectors of one output when the contiguous dim is reduced;
+// one thread folds K neighbouring outputs at once when it is kept).
+enum class dims_access : int { scalar = 0, vec_reduced = 1, vec_kept = 2 };
+
 // A reduction along dimensions of one shard. The box's dims split into kept dims (the output's,
 // in order) and reduced dims; output o (column-major over the kept dims) folds its reduced
 // elements, column-major over the reduced dims, in `chunks` pieces of `chunk` elements. Runs of
@@ -123,6 +133,7 @@ template <class Acc, class H, class E, class Map, class Op, int N>
 struct DimsTask {
   using acc_type = Acc;
   using fold_type = H;  // the host's accumulator and the type of chunk partials
+  using value_type = typename E::value_type;
   static constexpr int rank = N;
   E e;
   Map map;
@@ -133,13 +144,21 @@ struct DimsTask {
   int rdim[N > 0 ? N : 1];     // reduced dims, innermost first
   index_t kext[N > 0 ? N : 1];
   index_t rext[N > 0 ? N : 1];
+  index_t cst[N > 0 ? N : 1];  // the box's column-major strides (linear index of an N-d index)
   index_t n_out, n_red;        // outputs, reduced elements per output
   index_t chunk;               // reduced elements per chunk
   int chunks;
   int group;                   // lanes per output
+  path mode;                   // how the operands are laid out over the box
+  dims_access access;
   bool wide;
   Acc* out;                    // n_out results, contiguous (chunks == 1)
   H* partial;                  // chunks * n_out partials, output fastest (chunks > 1)
+  // Elements per vector load: 16 bytes of the narrowest operand, at most 8.
+  static constexpr int K = [] {
+    const std::size_t k = 16 / min_leaf_size<E>::value;
+    return static_cast<int>(k > 8 ? 8 : k < 1 ? 1 : k);
+  }();
 
   // Fills idx's kept dims for output o.
   template <class I>
@@ -155,14 +174,20 @@ struct DimsTask {
     }
   }
 
-  // Folds reduced elements [r0, r1) of the output whose kept dims are in idx, accumulating in A;
-  // this lane takes positions lane, lane + lanes, ... of every run along the first reduced dim,
-  // loading U of them before folding them (independent loads in flight).
-  template <class A, class I>
-  TS_HD A fold(I* idx, I r0, I r1, int lane, int lanes) const {
-    constexpr int U = TESSERA_DIMS_UNROLL;
-    A acc = static_cast<A>(init);
-    if (r0 >= r1) return acc;
+  // The vector holding element idx (vector paths only: idx[0] is a multiple of K, and so is every
+  // stride past dim 0), in units of K elements, so that 32-bit indices reach 2^30 vectors.
+  template <class I>
+  TS_HD I vec_index(const I* idx) const {
+    I l = idx[0] / K;
+    for (int k = 1; k < N; ++k) l += idx[k] * static_cast<I>(cst[k] / K);
+    return l;
+  }
+
+  // Visits reduced elements [r0, r1) of the output whose kept dims are in idx as runs along the
+  // first reduced dim: f(idx, run) with idx at the run's first element.
+  template <class I, class F>
+  TS_HD void for_runs(I* idx, I r0, I r1, F&& f) const {
+    if (r0 >= r1) return;
     I r = r0;
     for (int k = 0; k < nr; ++k) {
       const I x = static_cast<I>(rext[k]);
@@ -175,14 +200,34 @@ struct DimsTask {
     while (r < r1) {
       const I j0 = idx[d0];
       const I run = (e0 - j0 < r1 - r) ? e0 - j0 : r1 - r;
+      f(static_cast<const I*>(idx), run);
+      r += run;
+      idx[d0] = j0 + run;
+      for (int k = 0; k + 1 < nr && idx[rdim[k]] == static_cast<I>(rext[k]); ++k) {  // carry
+        idx[rdim[k]] = 0;
+        ++idx[rdim[k + 1]];
+      }
+    }
+  }
+
+  // Folds reduced elements [r0, r1) of the output whose kept dims are in idx, accumulating in A;
+  // this lane takes positions lane, lane + lanes, ... of every run along the first reduced dim,
+  // loading U of them before folding them (independent loads in flight).
+  template <class A, class I>
+  TS_HD A fold(I* idx, I r0, I r1, int lane, int lanes) const {
+    constexpr int U = TESSERA_DIMS_UNROLL;
+    A acc = static_cast<A>(init);
+    const int d0 = rdim[0];
+    for_runs(idx, r0, r1, [&](const I* at, I run) {
+      I j[N > 0 ? N : 1];
+      for (int k = 0; k < N; ++k) j[k] = at[k];
+      const I j0 = j[d0];
       for (I p = lane; p < run; p += static_cast<I>(lanes) * U) {
         A v[U];
 #pragma unroll
         for (int u = 0; u < U; ++u) {
           const I q = p + static_cast<I>(u) * lanes;
           if (q < run) {
-            I j[N > 0 ? N : 1];
-            for (int k = 0; k < N; ++k) j[k] = idx[k];
             j[d0] = j0 + q;
             v[u] = static_cast<A>(map(e.at(j)));
           } else {
@@ -192,14 +237,63 @@ struct DimsTask {
 #pragma unroll
         for (int u = 0; u < U; ++u) acc = static_cast<A>(op(acc, v[u]));
       }
-      r += run;
-      idx[d0] = j0 + run;
-      for (int k = 0; k + 1 < nr && idx[rdim[k]] == static_cast<I>(rext[k]); ++k) {  // carry
-        idx[rdim[k]] = 0;
-        ++idx[rdim[k + 1]];
-      }
-    }
+    });
     return acc;
+  }
+
+  // fold() for access == vec_reduced: the runs lie along the contiguous dim and start at
+  // multiples of K, so this lane folds vectors lane, lane + lanes, ... of every run.
+  template <class A, class I>
+  TS_HD A fold_vec(I* idx, I r0, I r1, int lane, int lanes) const {
+    constexpr int U = TESSERA_DIMS_VEC_UNROLL;
+    A acc = static_cast<A>(init);
+    for_runs(idx, r0, r1, [&](const I* at, I run) {
+      const I base = vec_index(at);
+      const I n = run / K;
+      for (I p = lane; p < n; p += static_cast<I>(lanes) * U) {
+        value_type v[U][K];
+#pragma unroll
+        for (int u = 0; u < U; ++u) {
+          const I q = p + static_cast<I>(u) * lanes;
+          if (q < n) e.template vec<K>(base + q, v[u]);
+        }
+#pragma unroll
+        for (int u = 0; u < U; ++u) {
+          if (p + static_cast<I>(u) * lanes < n) {
+#pragma unroll
+            for (int k = 0; k < K; ++k) acc = static_cast<A>(op(acc, static_cast<A>(map(v[u][k]))));
+          }
+        }
+      }
+    });
+    return acc;
+  }
+
+  // For access == vec_kept: folds reduced elements [r0, r1) of the K outputs that start at the
+  // kept index idx (a multiple of K along the contiguous dim) into acc, one vector per element.
+  template <class A, class I>
+  TS_HD void fold_columns(I* idx, I r0, I r1, A (&acc)[K]) const {
+    constexpr int U = TESSERA_DIMS_VEC_UNROLL;
+#pragma unroll
+    for (int k = 0; k < K; ++k) acc[k] = static_cast<A>(init);
+    const I step = static_cast<I>(cst[rdim[0]]) / K;
+    for_runs(idx, r0, r1, [&](const I* at, I run) {
+      const I base = vec_index(at);
+      for (I p = 0; p < run; p += U) {
+        value_type v[U][K];
+#pragma unroll
+        for (int u = 0; u < U; ++u) {
+          if (p + u < run) e.template vec<K>(base + (p + u) * step, v[u]);
+        }
+#pragma unroll
+        for (int u = 0; u < U; ++u) {
+          if (p + u < run) {
+#pragma unroll
+            for (int k = 0; k < K; ++k) acc[k] = static_cast<A>(op(acc[k], static_cast<A>(map(v[u][k]))));
+          }
+        }
+      }
+    });
   }
 };
 
