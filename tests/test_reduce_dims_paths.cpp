@@ -12,6 +12,13 @@ using namespace tessera_test;
 
 namespace {
 
+template <int R>
+std::string mask_string(const std::array<bool, R>& m) {
+  std::string s;
+  for (bool b : m) s += b ? '1' : '0';
+  return s;
+}
+
 // Sum, maximum and a fused sum along each mask, on three placements, against plain loops.
 template <class T, int R>
 void check_vec_paths(const DeviceSet& ds, const Shape<R>& s, const std::vector<std::array<bool, R>>& masks) {
@@ -25,7 +32,7 @@ void check_vec_paths(const DeviceSet& ds, const Shape<R>& s, const std::vector<s
     const auto a = from_host(v, s, ps[pi]);
     for (const auto& mask : masks) {
       INFO("device set " << set_name(ds) << ", shape " << detail::shape_string<R>(s) << ", placement #" << pi
-                         << ", element bytes " << sizeof(T) << ", mask " << mask[0] << mask[1]);
+                         << ", element bytes " << sizeof(T) << ", mask " << mask_string<R>(mask));
       const ReduceDims d = to_dims<R>(mask);
       const auto want = fold<R>(v, s, mask, 0.0, id, add);
       check_all_close(to_host(maximum(a, d)), fold<R>(v, s, mask, -INFINITY, id, maxf), 0, 0);
@@ -57,6 +64,11 @@ TEST_CASE("reductions along dims on the vector-load paths") {
     check_vec_paths<double, 2>(ds, {6, 1001}, {{true, false}, {false, true}});
     check_vec_paths<double, 2>(ds, {2048, 129}, {{true, false}, {false, true}});
     check_vec_paths<bool, 2>(ds, {16, 999}, {{true, false}, {false, true}});
+    // Neighbouring dims of one kind merge (5 x 400 kept is 2000 contiguous outputs); dims of
+    // extent 1 drop out; reduced runs carry into an outer reduced dim.
+    check_vec_paths<float, 3>(ds, {5, 400, 61}, {{false, false, true}, {true, true, false}, {true, false, true}});
+    check_vec_paths<float, 4>(ds, {3, 4, 7, 2}, {{true, true, false, true}, {false, false, true, false}});
+    check_vec_paths<float, 4>(ds, {1, 8, 1, 33}, {{false, false, true, true}, {true, false, true, false}});
     check_vec_paths<std::int32_t, 3>(ds, {12, 5, 103}, {{true, false, true}, {false, true, false}});
     // A contiguous view one column in: every column still starts at a multiple of 16 bytes.
     const index_t m = 128, n = 301;

@@ -195,6 +195,40 @@ __global__ void __launch_bounds__(reduce_threads) dims_chunks_kernel(const Task 
   }
 }
 
+// The task over merged dims, for the vector paths, which address the box linearly: dims of
+// extent 1 dropped, and each run of neighbouring dims that are all kept or all reduced merged
+// into one dim of their product extent (5 x 400 x 5000 reduced along dim 2 is 2000 outputs of
+// 5000 elements each, and its leading kept extent 2000 takes 16-byte loads where 5 could not).
+template <class Task>
+Task merge_dims(const Task& t) {
+  constexpr int N = Task::rank;
+  index_t ext[N > 0 ? N : 1] = {};
+  bool red[N > 0 ? N : 1] = {};
+  for (int k = 0; k < t.nk; ++k) ext[t.kdim[k]] = t.kext[k];
+  for (int k = 0; k < t.nr; ++k) ext[t.rdim[k]] = t.rext[k], red[t.rdim[k]] = true;
+  Task m = t;
+  m.nk = m.nr = 0;
+  int v = -1;
+  for (int d = 0; d < N; ++d) {
+    if (ext[d] == 1) continue;
+    const bool extend = v >= 0 && red[d] == (m.nr > 0 && m.rdim[m.nr - 1] == v);
+    if (extend) {
+      if (red[d]) m.rext[m.nr - 1] *= ext[d];
+      else m.kext[m.nk - 1] *= ext[d];
+      continue;
+    }
+    ++v;
+    if (red[d]) m.rdim[m.nr] = v, m.rext[m.nr++] = ext[d];
+    else m.kdim[m.nk] = v, m.kext[m.nk++] = ext[d];
+  }
+  if (m.nr == 0) m.rdim[0] = ++v, m.rext[m.nr++] = 1;  // every reduced dim had extent 1
+  index_t vext[N > 0 ? N : 1] = {};
+  for (int k = 0; k < m.nk; ++k) vext[m.kdim[k]] = m.kext[k];
+  for (int k = 0; k < m.nr; ++k) vext[m.rdim[k]] = m.rext[k];
+  for (int k = 0; k < N; ++k) m.cst[k] = k == 0 ? 1 : (k <= v ? m.cst[k - 1] * vext[k - 1] : 0);
+  return m;
+}
+
 // Decides how a dims reduction reads its shard (vector loads where the layout allows) and spreads
 // over the GPU: lanes per output, then chunks of the reduced range so that about two waves of
 // threads run. Returns the partial bytes needed.
@@ -204,13 +238,19 @@ std::size_t plan_dims(Task& t, int device) {
   constexpr int K = Task::K;
   const int sms = rt::info(device).sm_count > 0 ? rt::info(device).sm_count : 1;
   const index_t target = static_cast<index_t>(sms) * 2048 * 2;
-  const bool reduced0 = t.nr > 0 && t.rdim[0] == 0;
-  const index_t e0 = reduced0 ? t.rext[0] : (t.nk > 0 && t.kdim[0] == 0 ? t.kext[0] : 1);
   t.access = dims_access::scalar;
   const index_t small = index_t(1) << 30;  // 32-bit index math on the vector paths
   const index_t volume = t.n_out * t.n_red;
-  if (K > 1 && t.mode == path::vector && e0 % K == 0 && volume / K < small && t.n_red < small && t.n_out < small)
-    t.access = reduced0 ? dims_access::vec_reduced : dims_access::vec_kept;
+  if (K > 1 && t.mode == path::vector && volume / K < small && t.n_red < small && t.n_out < small) {
+    Task m = merge_dims(t);
+    const bool r0 = m.rdim[0] == 0;
+    if ((r0 ? m.rext[0] : m.kext[0]) % K == 0) {
+      m.access = r0 ? dims_access::vec_reduced : dims_access::vec_kept;
+      t = m;
+    }
+  }
+  const bool reduced0 = t.nr > 0 && t.rdim[0] == 0;
+  const index_t e0 = reduced0 ? t.rext[0] : (t.nk > 0 && t.kdim[0] == 0 ? t.kext[0] : 1);
   // Lanes per output: only when the contiguous dim is reduced (else threads of a warp read
   // neighbouring outputs, which is what coalesces), counted in loads along the run.
   const index_t loads0 = t.access == dims_access::vec_reduced ? e0 / K : e0;
