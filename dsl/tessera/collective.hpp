@@ -178,7 +178,8 @@ void gather_blocks(const Layout<T, N>& l, const Layout<T, N>& out, const std::ve
     }
     assign_node(*dst, ArrayLeaf<T, N>{std::shared_ptr<const Layout<T, N>>(std::move(src))}, par);
   }
-  // The scratch buffers die here: freeing device memory waits for the work queued on it.
+  // The scratch buffers die here: their blocks go back to the memory cache, reused only after
+  // the work queued on them (stream order, backend/runtime/pool.cpp).
 }
 
 // reduce_scatter of a replicated array into `out` (sharded along N - 1 over the same devices).
@@ -260,7 +261,8 @@ void scatter_blocks(const Layout<T, N>& l, const Layout<T, N>& out, const std::v
                        comm::dtype_of<T>(), o);
   if (!unpack_dst->parts.empty())
     assign_node(*unpack_dst, ArrayLeaf<T, N>{std::shared_ptr<const Layout<T, N>>(std::move(unpack_src))}, par);
-  // The scratch buffers die here: freeing device memory waits for the work queued on it.
+  // The scratch buffers die here: their blocks go back to the memory cache, reused only after
+  // the work queued on them (stream order, backend/runtime/pool.cpp).
 }
 
 }  // namespace detail

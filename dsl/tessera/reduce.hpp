@@ -227,7 +227,8 @@ Array<Acc, 0> reduce_node_array(const Node& node, Map map, Op op, Acc init) {
     throw;
   }
   rt::restore_cuda_device(saved);
-  // The gather buffers are freed by cudaFree, which waits for the work above to finish.
+  // The gather buffers die here: their blocks go back to the memory cache, reused only after the
+  // work above (stream order, backend/runtime/pool.cpp).
   return Array<Acc, 0>(std::move(out));
 }
 
