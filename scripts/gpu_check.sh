@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # SPDX-License-Identifier: Apache-2.0
 # The GPU machine's full check, in one call: the README's test command (all GPUs), the GPU tests
-# again with CUDA_VISIBLE_DEVICES=0, the demo, and bench/elementwise. Logs go to $OUT when set.
+# again with CUDA_VISIBLE_DEVICES=0 and some with the memory cache off, the demo, and bench/elementwise. Logs go to $OUT when set.
 # Usage: bash scripts/gpu_check.sh [tests|bench|all]
 set -uo pipefail
 ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
@@ -17,6 +17,10 @@ if [ "$what" = all ] || [ "$what" = tests ]; then
   [ "${PIPESTATUS[0]}" = 0 ] || status=1
   echo "== GPU tests with CUDA_VISIBLE_DEVICES=0"
   CUDA_VISIBLE_DEVICES=0 ctest --test-dir "$ROOT/build" -L gpu --output-on-failure -j 8 2>&1 | tee "$OUT/test_one_gpu.log" | tail -n 15
+  [ "${PIPESTATUS[0]}" = 0 ] || status=1
+  echo "== GPU tests that allocate and free the most, with the memory cache off (TESSERA_MEMORY_POOL=0)"
+  TESSERA_MEMORY_POOL=0 ctest --test-dir "$ROOT/build" -L gpu -R "residency|reduce_dims|collectives" --output-on-failure \
+    -j 8 2>&1 | tee "$OUT/test_no_pool.log" | tail -n 8
   [ "${PIPESTATUS[0]}" = 0 ] || status=1
 fi
 if [ "$what" = all ] || [ "$what" = bench ]; then
