@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # SPDX-License-Identifier: Apache-2.0
 # The GPU machine's full check, in one call: the README's test command (all GPUs), the GPU tests
-# again with CUDA_VISIBLE_DEVICES=0 and some with the memory cache off, the demo, and bench/elementwise. Logs go to $OUT when set.
+# again with CUDA_VISIBLE_DEVICES=0 and some with the memory cache off, the demo, bench/elementwise
+# and bench/reduce. Logs go to $OUT when set.
 # Usage: bash scripts/gpu_check.sh [tests|bench|all]
 set -uo pipefail
 ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
