@@ -6,7 +6,8 @@
 // second launch or a copy (the launches, not the bytes, dominate small multi-GPU reductions).
 // Reductions along dims run one kernel too (plus a fold of chunk partials when the output alone
 // cannot fill the GPU): threads cooperate on one output when the contiguous dim is reduced, and
-// one thread per output walks the reduced dims otherwise, so loads stay coalesced either way.
+// one thread per output (K outputs, one 16-byte load per reduced element, when the layout allows)
+// walks the reduced dims otherwise, so loads stay coalesced either way.
 // Included only by translation units compiled with nvcc.
 #pragma once
 #include <backend/runtime/runtime.hpp>
