@@ -121,29 +121,12 @@ std::vector<ncclComm_t>& comms_for(registry& rg, const int* devices, int n, cons
   return rg.sets.emplace(key, std::move(comms)).first->second;
 }
 
-// Restores the caller's current CUDA device when a collective returns or throws.
-class restore_device {
- public:
-  restore_device() : saved_(rt::get_cuda_device()) {}
-  ~restore_device() {
-    try {
-      rt::restore_cuda_device(saved_);
-    } catch (...) {  // a destructor must not throw; the collective's own error matters more
-    }
-  }
-  restore_device(const restore_device&) = delete;
-  restore_device& operator=(const restore_device&) = delete;
-
- private:
-  int saved_;
-};
-
 cudaStream_t stream_of(int device) { return static_cast<cudaStream_t>(rt::stream(device)); }
 
 // One rank: a stream-ordered copy on the device (nothing when in place).
 void copy_one(int device, void* dst, const void* src, std::size_t bytes) {
   if (dst == src) return;
-  restore_device guard;
+  rt::device_restorer guard;
   rt::set_device(device);
   rt::cuda_check(cudaMemcpyAsync(dst, src, bytes, cudaMemcpyDefault, stream_of(device)), "cudaMemcpyAsync",
                  rt::info(device).ordinal);
@@ -153,7 +136,7 @@ void copy_one(int device, void* dst, const void* src, std::size_t bytes) {
 // call in errors.
 template <class Call>
 void run_group(const char* what, const int* devices, int n, Call&& call) {
-  restore_device guard;
+  rt::device_restorer guard;
   registry& rg = reg();
   std::lock_guard<std::mutex> lock(rg.m);
   std::vector<int> key(static_cast<std::size_t>(n));

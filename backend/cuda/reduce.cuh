@@ -10,10 +10,8 @@
 // walks the reduced dims otherwise, so loads stay coalesced either way.
 // Included only by translation units compiled with nvcc.
 #pragma once
-#include <backend/runtime/runtime.hpp>
+#include <backend/cuda/executor.cuh>
 #include <tessera/reduce_task.hpp>
-
-#include <cuda_runtime.h>
 
 #include <cstdint>
 
@@ -60,21 +58,10 @@ __global__ void __launch_bounds__(reduce_threads) full_reduce_kernel(const Task 
   if (t.mode == path::vector) {
     using V = typename decltype(t.e)::value_type;
     const I chunks = n / K;
-    for (I c0 = tid; c0 < chunks; c0 += threads * reduce_unroll) {
-      V v[reduce_unroll][K];
+    for_each_vector<K, reduce_unroll>(t.e, chunks, tid, threads, [&](I, const V(&v)[K]) {
 #pragma unroll
-      for (int u = 0; u < reduce_unroll; ++u) {
-        const I c = c0 + u * threads;
-        if (c < chunks) t.e.template vec<K>(c, v[u]);
-      }
-#pragma unroll
-      for (int u = 0; u < reduce_unroll; ++u) {
-        if (c0 + u * threads < chunks) {
-#pragma unroll
-          for (int j = 0; j < K; ++j) acc = static_cast<Acc>(t.op(acc, static_cast<Acc>(t.map(v[u][j]))));
-        }
-      }
-    }
+      for (int j = 0; j < K; ++j) acc = static_cast<Acc>(t.op(acc, static_cast<Acc>(t.map(v[j]))));
+    });
     const I i = chunks * K + tid;  // the tail of fewer than K elements
     if (i < n) acc = static_cast<Acc>(t.op(acc, t.element(i)));
   } else {
@@ -99,28 +86,19 @@ __global__ void __launch_bounds__(reduce_threads) full_reduce_kernel(const Task 
   }
 }
 
-// Blocks a one-pass full reduction of n elements uses on this device: enough to keep every SM
-// busy, few enough that the partials fold in one block.
-inline unsigned full_reduce_blocks(index_t work, int device) {
-  const int sms = rt::info(device).sm_count > 0 ? rt::info(device).sm_count : 1;
-  index_t blocks = (work + reduce_threads - 1) / reduce_threads;
-  const index_t cap = static_cast<index_t>(sms) * TESSERA_REDUCE_BLOCKS_PER_SM;
-  if (blocks > cap) blocks = cap;
-  return static_cast<unsigned>(blocks < 1 ? 1 : blocks);
-}
-
-// Queues the reduction of one shard on its device's stream; t.partials must hold
-// full_reduce_blocks() values.
-template <class Task>
-void reduce(const Task& t, unsigned blocks, int device, int shard) {
-  static_assert(device_copyable<Task>::value,
-                "TESSERA_EVALUATOR_NOT_TRIVIALLY_COPYABLE: kernel parameters are copied bytewise");
-  static_assert(sizeof(Task) <= 32764, "TESSERA_EXPRESSION_TOO_LARGE: split the expression with eval()");
-  rt::set_device(device);
-  auto stream = static_cast<cudaStream_t>(rt::stream(device));
-  if (t.wide) full_reduce_kernel<std::int64_t><<<blocks, reduce_threads, 0, stream>>>(t);
-  else full_reduce_kernel<std::int32_t><<<blocks, reduce_threads, 0, stream>>>(t);
-  rt::check_launch(device, shard, "full_reduce_kernel");
+// Queues the reduction of one shard on its device's stream: enough blocks to keep every SM busy,
+// few enough that the last block folds their partials alone; the partials live in the device's
+// scratch buffer (stream ordered: the next reduction on this device runs after this one).
+template <class Acc, class H, class E, class Map, class Op, int N>
+void run(const FullTask<Acc, H, E, Map, Op, N>& task, int device, int shard) {
+  using Task = FullTask<Acc, H, E, Map, Op, N>;
+  Task t = task;
+  const index_t work = t.mode == path::vector ? t.n / Task::K / reduce_unroll : t.n;
+  const unsigned blocks = grid_blocks(work, reduce_threads, sm_count(device) * TESSERA_REDUCE_BLOCKS_PER_SM);
+  t.partials = static_cast<Acc*>(rt::scratch(device, blocks * sizeof(Acc)));
+  t.counter = rt::block_counter(device);
+  launch(t.wide ? &full_reduce_kernel<std::int64_t, Task> : &full_reduce_kernel<std::int32_t, Task>, blocks,
+         reduce_threads, t, device, shard, "full_reduce_kernel");
 }
 
 // -- along dims -----------------------------------------------------------------------------------
@@ -237,12 +215,12 @@ template <class Task>
 std::size_t plan_dims(Task& t, int device) {
   using H = typename Task::fold_type;
   constexpr int K = Task::K;
-  const int sms = rt::info(device).sm_count > 0 ? rt::info(device).sm_count : 1;
-  const index_t target = static_cast<index_t>(sms) * 2048 * 2;
+  const index_t target = sm_count(device) * 2048 * 2;
   t.access = dims_access::scalar;
-  const index_t small = index_t(1) << 30;  // 32-bit index math on the vector paths
+  // The vector paths index in 32 bits.
   const index_t volume = t.n_out * t.n_red;
-  if (K > 1 && t.mode == path::vector && volume / K < small && t.n_red < small && t.n_out < small) {
+  if (K > 1 && t.mode == path::vector && volume / K < narrow_index_limit && t.n_red < narrow_index_limit &&
+      t.n_out < narrow_index_limit) {
     Task m = merge_dims(t);
     const bool r0 = m.rdim[0] == 0;
     if ((r0 ? m.rext[0] : m.kext[0]) % K == 0) {
@@ -273,30 +251,25 @@ std::size_t plan_dims(Task& t, int device) {
   return t.chunks > 1 ? static_cast<std::size_t>(t.chunks) * static_cast<std::size_t>(t.n_out) * sizeof(H) : 0;
 }
 
-// Queues one shard's dims reduction (planned by plan_dims, t.partial set when chunks > 1).
-template <class Task>
-void reduce_dims(const Task& t, int device, int shard) {
-  static_assert(device_copyable<Task>::value,
-                "TESSERA_EVALUATOR_NOT_TRIVIALLY_COPYABLE: kernel parameters are copied bytewise");
-  static_assert(sizeof(Task) <= 32764, "TESSERA_EXPRESSION_TOO_LARGE: split the expression with eval()");
-  if (t.n_out == 0) return;
-  rt::set_device(device);
-  auto stream = static_cast<cudaStream_t>(rt::stream(device));
-  const int sms = rt::info(device).sm_count > 0 ? rt::info(device).sm_count : 1;
+// Queues one shard's dims reduction: plans it for this device (plan_dims), then one kernel, and
+// a second that folds the chunk partials when the reduced range was split.
+template <class Acc, class H, class E, class Map, class Op, int N>
+void run(const DimsTask<Acc, H, E, Map, Op, N>& task, int device, int shard) {
+  using Task = DimsTask<Acc, H, E, Map, Op, N>;
+  if (task.n_out == 0) return;
+  Task t = task;
+  const std::size_t bytes = plan_dims(t, device);
+  if (bytes > 0) t.partial = static_cast<H*>(rt::scratch(device, bytes));
   const index_t per_block = t.access == dims_access::vec_kept ? index_t(reduce_threads) * Task::K
                                                               : index_t(reduce_threads / t.group);
-  index_t bx = (t.n_out + per_block - 1) / per_block;
-  const index_t cap = static_cast<index_t>(sms) * 64;
-  if (bx > cap) bx = cap;
-  const dim3 grid(static_cast<unsigned>(bx), static_cast<unsigned>(t.chunks));
-  if (t.wide && t.access == dims_access::scalar) dims_reduce_kernel<std::int64_t><<<grid, reduce_threads, 0, stream>>>(t);
-  else dims_reduce_kernel<std::int32_t><<<grid, reduce_threads, 0, stream>>>(t);
-  rt::check_launch(device, shard, "dims_reduce_kernel");
+  const index_t cap = sm_count(device) * 64;
+  const dim3 grid(grid_blocks(t.n_out, per_block, cap), static_cast<unsigned>(t.chunks));
+  const bool wide = t.wide && t.access == dims_access::scalar;
+  launch(wide ? &dims_reduce_kernel<std::int64_t, Task> : &dims_reduce_kernel<std::int32_t, Task>, grid,
+         reduce_threads, t, device, shard, "dims_reduce_kernel");
   if (t.chunks > 1) {
-    index_t b2 = (t.n_out + reduce_threads - 1) / reduce_threads;
-    if (b2 > cap) b2 = cap;
-    dims_chunks_kernel<<<static_cast<unsigned>(b2), reduce_threads, 0, stream>>>(t);
-    rt::check_launch(device, shard, "dims_chunks_kernel");
+    launch(&dims_chunks_kernel<Task>, grid_blocks(t.n_out, reduce_threads, cap), reduce_threads, t, device, shard,
+           "dims_chunks_kernel");
   }
 }
 

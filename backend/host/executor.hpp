@@ -6,32 +6,36 @@
 
 namespace tessera::detail::host {
 
-template <class Out, class E, int N>
-void run(const ShardTask<Out, E, N>& t) {
-  const index_t n = t.n;
-  if (t.mode != path::cartesian) {
-    for (index_t i = 0; i < n; ++i) t.out.store_linear(i, t.e.linear(i));
-    return;
-  }
+// Calls f(idx) for the n elements of a box with extents ext, in column-major order, carrying the
+// N-d index instead of dividing (the cartesian path of every host loop).
+template <int N, class F>
+void for_each_index(const Extents<N>& ext, index_t n, F&& f) {
   if constexpr (N > 0) {
-    // Walk the box in column-major order, carrying the N-d index instead of dividing.
     index_t idx[N] = {};
-    const index_t inner = t.ext[0];
+    const index_t inner = ext[0];
     for (index_t done = 0; done < n; done += inner) {
       for (index_t i = 0; i < inner; ++i) {
         idx[0] = i;
-        t.out.store_at(idx, t.e.at(idx));
+        f(static_cast<const index_t*>(idx));
       }
       idx[0] = 0;
       for (int k = 1; k < N; ++k) {
-        if (++idx[k] < t.ext[k]) break;
+        if (++idx[k] < ext[k]) break;
         idx[k] = 0;
       }
     }
   } else {
-    const index_t* idx = nullptr;
-    t.out.store_at(idx, t.e.at(idx));
+    if (n > 0) f(static_cast<const index_t*>(nullptr));
   }
+}
+
+template <class Out, class E, int N>
+void run(const ShardTask<Out, E, N>& t) {
+  if (t.mode != path::cartesian) {
+    for (index_t i = 0; i < t.n; ++i) t.out.store_linear(i, t.e.linear(i));
+    return;
+  }
+  for_each_index<N>(t.ext, t.n, [&](const index_t* idx) { t.out.store_at(idx, t.e.at(idx)); });
 }
 
 }  // namespace tessera::detail::host

@@ -1,44 +1,30 @@
 // SPDX-License-Identifier: Apache-2.0
 // Tessera host executor for reductions: the same tasks the CUDA kernels run, folded in loops.
+// Host devices accumulate in the task's fold type (double for floating sums and products): the
+// host has no bandwidth to save.
 #pragma once
+#include <backend/host/executor.hpp>
 #include <tessera/reduce_task.hpp>
 
 namespace tessera::detail::host {
 
-// Folds the shard into one value. H is the accumulator (double for floating sums and products,
-// so host devices sum in double); the caller combines the shards' values.
-template <class H, class Acc, class E, class Map, class Op, int N>
-H reduce(const FullTask<Acc, E, Map, Op, N>& t) {
+// Folds the shard into *t.result (converted to the result type once, at the end).
+template <class Acc, class H, class E, class Map, class Op, int N>
+void run(const FullTask<Acc, H, E, Map, Op, N>& t) {
   H acc = static_cast<H>(t.init);
+  auto fold = [&](auto v) { acc = static_cast<H>(t.op(acc, static_cast<H>(t.map(v)))); };
   if (t.mode != path::cartesian) {
-    for (index_t i = 0; i < t.n; ++i) acc = static_cast<H>(t.op(acc, static_cast<H>(t.map(t.e.linear(i)))));
-    return acc;
-  }
-  if constexpr (N > 0) {
-    index_t idx[N] = {};  // column-major walk, carrying the index instead of dividing
-    for (index_t done = 0; done < t.n; done += t.ext[0]) {
-      for (index_t i = 0; i < t.ext[0]; ++i) {
-        idx[0] = i;
-        acc = static_cast<H>(t.op(acc, static_cast<H>(t.map(t.e.at(idx)))));
-      }
-      idx[0] = 0;
-      for (int k = 1; k < N; ++k) {
-        if (++idx[k] < t.ext[k]) break;
-        idx[k] = 0;
-      }
-    }
+    for (index_t i = 0; i < t.n; ++i) fold(t.e.linear(i));
   } else {
-    const index_t* idx = nullptr;
-    acc = static_cast<H>(t.op(acc, static_cast<H>(t.map(t.e.at(idx)))));
+    for_each_index<N>(t.ext, t.n, [&](const index_t* idx) { fold(t.e.at(idx)); });
   }
-  return acc;
+  *t.result = static_cast<Acc>(acc);
 }
 
-// Every output of the shard, one after another, accumulated in H (double for floating sums: the
-// host has no bandwidth to save; chunks are a GPU device for parallelism, the host folds each
-// output in one piece).
+// Every output of the shard, one after another, each folded in one piece (chunks are a GPU
+// device for parallelism).
 template <class Acc, class H, class E, class Map, class Op, int N>
-void reduce_dims(const DimsTask<Acc, H, E, Map, Op, N>& t) {
+void run(const DimsTask<Acc, H, E, Map, Op, N>& t) {
   for (index_t o = 0; o < t.n_out; ++o) {
     index_t idx[N > 0 ? N : 1] = {};
     t.kept_index(o, idx);

@@ -1,5 +1,6 @@
 // SPDX-License-Identifier: Apache-2.0
-// Tessera runtime: the shard dispatch loop shared by every expression type.
+// Tessera runtime: the shard dispatch loop shared by every operation (assignments, full
+// reductions, reductions along dims), compiled once instead of once per expression type.
 #include <backend/runtime/runtime.hpp>
 
 #include <exception>
@@ -16,28 +17,31 @@ void run_shards(const shard_launch* shards, std::size_t count, bool sequential) 
   std::vector<std::thread> workers;
   std::vector<std::exception_ptr> errors(use_threads ? count : 0);
   std::exception_ptr first;
-  const int saved = get_cuda_device();
+  device_restorer restore;
   try {
-    for (std::size_t i = 0; i < count; ++i) {
-      const shard_launch& s = shards[i];
-      if (use_threads && threaded(s)) {
-        workers.emplace_back([&s, &errors, i] {
-          try {
-            s.run(s.task, s.device, s.shard, true);
-          } catch (...) {
-            errors[i] = std::current_exception();
-          }
-        });
-        continue;
+    // Two passes: GPU shards are queued first, so a host shard never delays a GPU's start.
+    for (const bool host_pass : {false, true}) {
+      for (std::size_t i = 0; i < count; ++i) {
+        const shard_launch& s = shards[i];
+        if (s.host != host_pass) continue;
+        if (use_threads && threaded(s)) {
+          workers.emplace_back([&s, &errors, i] {
+            try {
+              s.run(s.task, s.device, s.shard, true);
+            } catch (...) {
+              errors[i] = std::current_exception();
+            }
+          });
+          continue;
+        }
+        s.run(s.task, s.device, s.shard, s.host);
+        if (sequential) synchronize_device(s.device);
       }
-      s.run(s.task, s.device, s.shard, s.host);
-      if (sequential) synchronize_device(s.device);
     }
   } catch (...) {
     first = std::current_exception();
   }
   for (auto& w : workers) w.join();
-  restore_cuda_device(saved);
   for (auto& e : errors)
     if (!first && e) first = e;
   if (first) std::rethrow_exception(first);

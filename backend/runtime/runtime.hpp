@@ -5,19 +5,14 @@
 #pragma once
 #include <tessera/device.hpp>
 #include <tessera/error.hpp>
+#include <tessera/memory.hpp>
 
 #include <atomic>
 #include <cstddef>
 #include <cstdint>
 #include <string>
 
-namespace tessera {
-
-// Where an array's shards live. unified: CUDA managed memory advised to and prefetched on
-// the owner (host memory on host devices); device: cudaMalloc (host memory on host devices).
-enum class memory { unified, device };
-
-namespace detail::rt {
+namespace tessera::detail::rt {
 
 struct device_info {
   device_kind kind;
@@ -104,14 +99,31 @@ void set_device(int device_id);
 // Current CUDA device of this thread, to restore it after work (-1 on host-only builds).
 int get_cuda_device();
 void restore_cuda_device(int ordinal);
+// Restores the thread's current CUDA device when the scope ends, normally or by an exception:
+// the one guard of every path that switches devices (the shard loop, collectives).
+class device_restorer {
+ public:
+  device_restorer() : saved_(get_cuda_device()) {}
+  ~device_restorer() {
+    try {
+      restore_cuda_device(saved_);
+    } catch (...) {  // a destructor must not throw; the work's own error matters more
+    }
+  }
+  device_restorer(const device_restorer&) = delete;
+  device_restorer& operator=(const device_restorer&) = delete;
+
+ private:
+  int saved_;
+};
 void synchronize_device(int device_id);
 // Throws backend_error naming the kernel launch, the device and the shard if the last launch
 // on this thread failed; in TESSERA_DEBUG_SYNC=1 mode also synchronizes the stream.
 void check_launch(int device_id, int shard, const char* what);
 
 // -- dispatch -------------------------------------------------------------------------------
-// One planned shard of an assignment: `run(task, device, shard, host)` executes it (the typed
-// executor call, instantiated once per expression type).
+// One planned shard: `run(task, device, shard, host)` executes it on its device's executor (the
+// typed call, instantiated once per task type by backend/execute.hpp).
 struct shard_launch {
   int device;
   int shard;
@@ -122,10 +134,11 @@ struct shard_launch {
 };
 // Host shards at least this large run on one thread each when several are launched with par.
 inline constexpr std::int64_t host_parallel_threshold = std::int64_t(1) << 16;
-// Runs the shards of one assignment: GPU shards are launched in order from this thread (each on
-// its device's stream, without waiting); large host shards run concurrently on threads; with
-// `sequential` (seq) every shard runs alone and is waited for. Restores the caller's current CUDA
-// device, and rethrows the first error after every started shard has finished.
+// Runs the shards of one operation: GPU shards first, launched in order from this thread (each on
+// its device's stream, without waiting), so that every GPU is busy before the host works; then
+// host shards, the large ones concurrently on threads. With `sequential` (seq) every shard runs
+// alone and is waited for. Restores the caller's current CUDA device, and rethrows the first error
+// after every started shard has finished.
 void run_shards(const shard_launch* shards, std::size_t count, bool sequential);
 
 // -- host transfers (through pinned staging buffers; each call waits for the copy) ------------
@@ -140,5 +153,4 @@ void copy_to_host(int device_id, void* dst, std::size_t dst_pitch, const void* s
 void copy_from_host(int device_id, void* dst, std::size_t dst_pitch, const void* src,
                     std::size_t src_pitch, std::size_t width, std::size_t height);
 
-}  // namespace detail::rt
-}  // namespace tessera
+}  // namespace tessera::detail::rt

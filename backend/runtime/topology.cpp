@@ -38,16 +38,17 @@ void print_topology(std::ostream& os) {
   using namespace detail::rt;
   const state& s = get();
   const int g = s.gpu_count;
+  // The default set first: it creates its host devices on demand, and they belong in the count.
+  std::string default_set;
+  try {
+    for (const Device d : devices()) default_set += d.name() + ' ';
+  } catch (const error& e) {
+    default_set = std::string("unavailable: ") + e.what();
+  }
   const int h = s.host_count.load(std::memory_order_acquire);
   os << "Tessera topology: " << g << " GPU(s), " << h << " host device(s)"
      << (built_with_cuda() ? "" : " (built without CUDA)") << "\n";
-  os << "default device set: ";
-  try {
-    for (const Device d : devices()) os << d.name() << ' ';
-    os << "\n";
-  } catch (const error& e) {
-    os << "unavailable: " << e.what() << "\n";
-  }
+  os << "default device set: " << default_set << "\n";
 
   os << "  id  " << pad("device", 34) << pad("memory free / total", 24) << "SMs\n";
   for (int id = 0; id < g + h; ++id) {

@@ -66,6 +66,23 @@ void make_parts_resident(const Layout<T, N>& l) {
     if (p.buf) rt::make_resident(*p.buf);
 }
 
+// The arguments of an in-place collective over every part of a layout (made resident first).
+struct in_place_args {
+  std::vector<int> ids;
+  std::vector<const void*> send;
+  std::vector<void*> recv;
+};
+template <class T, int N>
+in_place_args in_place_buffers(const Layout<T, N>& l) {
+  in_place_args a{device_ids(l), {}, {}};
+  for (auto& p : l.parts) {
+    a.send.push_back(p.ptr);
+    a.recv.push_back(p.ptr);
+  }
+  make_parts_resident(l);
+  return a;
+}
+
 inline std::string device_name_or_id(Device d) {
   try {
     return d.name();
@@ -280,15 +297,8 @@ void allreduce(Array<T, N>& x, reduce_op op = reduce_op::sum) {
   const detail::comm::op o = detail::comm_op<T>(op);
   const index_t count = detail::volume<N>(l.shape);
   if (count == 0 || l.parts.size() == 1) return;  // one device: the op over one replica
-  const std::vector<int> ids = detail::device_ids(l);
-  std::vector<const void*> send;
-  std::vector<void*> recv;
-  for (auto& p : l.parts) {
-    send.push_back(p.ptr);
-    recv.push_back(p.ptr);
-  }
-  detail::make_parts_resident(l);
-  detail::comm::allreduce(ids.data(), static_cast<int>(ids.size()), send.data(), recv.data(),
+  const auto b = detail::in_place_buffers(l);
+  detail::comm::allreduce(b.ids.data(), static_cast<int>(b.ids.size()), b.send.data(), b.recv.data(),
                           static_cast<std::size_t>(count), detail::comm::dtype_of<T>(), o);
 }
 
@@ -312,15 +322,8 @@ void broadcast_from(Array<T, N>& x, Device root) {
   }
   const index_t count = detail::volume<N>(l.shape);
   if (count == 0 || l.parts.size() == 1) return;
-  const std::vector<int> ids = detail::device_ids(l);
-  std::vector<const void*> send;
-  std::vector<void*> recv;
-  for (auto& p : l.parts) {
-    send.push_back(p.ptr);
-    recv.push_back(p.ptr);
-  }
-  detail::make_parts_resident(l);
-  detail::comm::broadcast(ids.data(), static_cast<int>(ids.size()), rank, send.data(), recv.data(),
+  const auto b = detail::in_place_buffers(l);
+  detail::comm::broadcast(b.ids.data(), static_cast<int>(b.ids.size()), rank, b.send.data(), b.recv.data(),
                           static_cast<std::size_t>(count) * sizeof(T));
 }
 

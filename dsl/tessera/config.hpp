@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: Apache-2.0
 // Tessera: compile-time configuration shared by host and device code.
 #pragma once
+#include <cstddef>
 #include <cstdint>
 #include <type_traits>
 
@@ -22,6 +23,14 @@
 namespace tessera {
 
 using index_t = std::int64_t;  // global indices and extents are always 64-bit on the host
+
+namespace detail {
+// Kernels index in 32 bits below this many elements (and element offsets); a shard or offset that
+// reaches it takes the 64-bit variant. 2^30 rather than 2^31 leaves room for `i + threads`.
+inline constexpr index_t narrow_index_limit = index_t(1) << 30;
+// The largest kernel parameter CUDA accepts (12.1+, Volta and newer): a task must fit in it.
+inline constexpr std::size_t kernel_param_limit = 32764;
+}  // namespace detail
 
 // The element types an Array may hold (DESIGN.md: bool, int32, int64, float, double).
 template <class T>

@@ -192,7 +192,7 @@ struct eval_of<Broadcasted<F, A...>, N> {
 template <class Node, int N>
 using eval_t = typename eval_of<Node, N>::type;
 
-// Largest element among the leaves: decides how many elements one thread loads at once.
+// Smallest element among the leaves: decides how many elements one thread loads at once.
 template <class E>
 struct min_leaf_size {
   static constexpr std::size_t value = 16;
@@ -210,24 +210,53 @@ struct min_leaf_size<NodeEval<F, E...>> {
   }();
 };
 
-// What one shard launch needs: the destination, the evaluator, the box extents and the path.
+// Elements per vector load: 16 bytes of the narrowest operand (the evaluator's leaves and, for a
+// store, the output element), at most 8 elements.
+template <class E, std::size_t OutBytes = 16>
+inline constexpr int vector_width = [] {
+  const std::size_t m = min_leaf_size<E>::value < OutBytes ? min_leaf_size<E>::value : OutBytes;
+  const std::size_t k = 16 / m;
+  return static_cast<int>(k > 8 ? 8 : k < 1 ? 1 : k);
+}();
+
+// How a shard's operands are laid out over its box: vector (contiguous, shaped like the box and
+// 16-byte aligned), linear (contiguous, unaligned) or cartesian (anything else: N-d index).
 enum class path : int { vector = 0, linear = 1, cartesian = 2 };
 
+// The extents of a shard's box, as a kernel parameter.
+template <int N>
+struct Extents {
+  index_t v[N > 0 ? N : 1];
+  TS_HD index_t operator[](int k) const { return v[k]; }
+  TS_HD index_t& operator[](int k) { return v[k]; }
+};
+
+// The column-major N-d index of element i of a box (the cartesian path's decode).
+template <int N, class I>
+TS_HD void box_index(I i, const Extents<N>& ext, I* idx) {
+#pragma unroll
+  for (int k = 0; k < N; ++k) {
+    const I e = static_cast<I>(ext[k]);
+    if (k + 1 < N) {
+      idx[k] = i % e;
+      i /= e;
+    } else {
+      idx[k] = i;
+    }
+  }
+}
+
+// What one shard of an assignment hands to its executor (a kernel parameter): the destination,
+// the expression's evaluator, the box, the path and whether 64-bit index math is needed.
 template <class Out, class E, int N>
 struct ShardTask {
   Out out;
   E e;
-  index_t ext[N > 0 ? N : 1];
+  Extents<N> ext;
   index_t n;
   path mode;
-  bool wide;  // 64-bit index math needed
-  // Elements per vector chunk: 16 bytes of the narrowest operand, at most 8 elements.
-  static constexpr int K = [] {
-    std::size_t m = min_leaf_size<E>::value;
-    if (sizeof(typename Out::value_type) < m) m = sizeof(typename Out::value_type);
-    const std::size_t k = 16 / m;
-    return static_cast<int>(k > 8 ? 8 : k < 1 ? 1 : k);
-  }();
+  bool wide;
+  static constexpr int K = vector_width<E, sizeof(typename Out::value_type)>;
 };
 
 // Evaluators are trivially copyable, except that a node's functor may be an nvcc extended lambda.

@@ -12,10 +12,7 @@
 #include <tessera/reduce_task.hpp>
 
 #include <backend/comm/comm.hpp>
-#include <backend/host/reduce.hpp>
-#if TS_DEVICE_COMPILER
-#include <backend/cuda/reduce.cuh>
-#endif
+#include <backend/execute.hpp>
 
 #include <cmath>
 #include <cstring>
@@ -44,189 +41,115 @@ inline constexpr bool double_combine_v =
 template <class Op, class Acc>
 using combine_t = std::conditional_t<double_combine_v<Op, Acc>, double, Acc>;
 
-[[noreturn]] inline void no_device_compiler(Device d, const char* what) {
-  throw error(std::string("tessera: ") + what + " ran on " + d.name() +
-              " from a translation unit compiled without nvcc; compile it as CUDA (tessera_add_program in CMake) "
-              "or run on host devices (TESSERA_BACKEND=host)");
-}
-
-// The boxes an expression is reduced over (its own placement, or the default one).
-template <int R, class Node>
-Geometry<R> reduction_geometry(const Node& node, const Shape<R>& shape, memory* mem = nullptr) {
-  LayoutChoice<R> choice;
-  choose<R>(node, shape, choice);
-  if (mem) *mem = choice.mem;
-  return choice.rank ? choice.g : geometry_from_placement<R>(shape, Placement{});
+// A reduction's description in placement errors.
+template <int R>
+std::string describe_reduction(const void* shape) {
+  return "a reduction over " + shape_string<R>(*static_cast<const Shape<R>*>(shape));
 }
 
 template <class Acc, class Node, class Map, class Op>
-using full_task_t = FullTask<Acc, eval_t<Node, Node::rank>, Map, Op, Node::rank>;
+using full_task_t = FullTask<Acc, combine_t<Op, Acc>, eval_t<Node, Node::rank>, Map, Op, Node::rank>;
 
-// One task per box (every box of a replicated geometry when `every_replica`, else its first);
-// all evaluators are built, and placements checked, before anything runs.
+// One job per box of `g` (every box of a replicated geometry when `every_replica`, else its first);
+// the caller points each task's result at device memory or a mapped slot. Every box is planned,
+// and every placement checked, before anything runs.
 template <class Acc, class Node, class Map, class Op>
-std::vector<full_task_t<Acc, Node, Map, Op>> plan_full(const Node& node, const Geometry<Node::rank>& g, Map map, Op op,
-                                                        Acc init, bool every_replica) {
+std::vector<Job<full_task_t<Acc, Node, Map, Op>>> plan_full(const Node& node, const Geometry<Node::rank>& g, Map map,
+                                                             Op op, Acc init, bool every_replica) {
   constexpr int R = Node::rank;
   const Shape<R> shape = node.shape();
-  std::vector<full_task_t<Acc, Node, Map, Op>> tasks;
-  for (auto& b : g.boxes) {
-    ShardContext<R> c{b.device, shape, b.origin, b.extent, nullptr, nullptr, nullptr, {}, nullptr};
-    c.dst = &shape;
-    c.describe_dst = [](const void* sh) {
-      return "a reduction over " + shape_string<R>(*static_cast<const Shape<R>*>(sh));
-    };
-    full_task_t<Acc, Node, Map, Op> t{build(node, c), map, op, init, {}, volume<R>(b.extent), path::cartesian,
-                                      false, nullptr, nullptr, nullptr};
-    for (int k = 0; k < R; ++k) t.ext[k] = b.extent[k];
-    t.mode = c.linear ? (c.aligned ? path::vector : path::linear) : path::cartesian;
-    t.wide = t.n >= (index_t(1) << 30) || c.max_offset >= (index_t(1) << 30);
-    tasks.push_back(t);
+  std::vector<Job<full_task_t<Acc, Node, Map, Op>>> jobs;
+  for (std::size_t s = 0; s < g.boxes.size(); ++s) {
+    const auto& b = g.boxes[s];
+    const auto plan = plan_shard<R>(node, shape, b, {&shape, &describe_reduction<R>});
+    full_task_t<Acc, Node, Map, Op> t{.e = plan.e, .map = map, .op = op, .init = init, .ext = plan.ext,
+                                      .n = plan.n, .mode = plan.mode, .wide = plan.wide, .result = nullptr};
+    jobs.push_back({.task = t, .device = b.device, .shard = static_cast<int>(s), .n = plan.n});
     if (g.replicated && !every_replica) break;  // every replica holds the same values
   }
-  return tasks;
-}
-
-// Queues the reduction of one GPU shard; its value lands in *result (device or mapped memory).
-template <class Task>
-void launch_full(Task t, typename Task::acc_type* result, Device d, int shard) {
-#if TS_DEVICE_COMPILER
-  using Acc = typename Task::acc_type;
-  const int id = d.id();
-  const index_t work = t.mode == path::vector ? t.n / Task::K / cuda::reduce_unroll : t.n;
-  const unsigned blocks = cuda::full_reduce_blocks(work, id);
-  t.partials = static_cast<Acc*>(rt::scratch(id, blocks * sizeof(Acc)));
-  t.counter = rt::block_counter(id);
-  t.result = result;
-  cuda::reduce(t, blocks, id, shard);
-#else
-  (void)t, (void)result, (void)shard;
-  no_device_compiler(d, "a reduction");
-#endif
+  return jobs;
 }
 
 // Folds map(x) with op over the whole expression into a host value (init must be op's neutral
-// element: each shard starts from it, as Julia's reduce(op, x; init) requires).
+// element: each shard starts from it, as Julia's reduce(op, x; init) requires). Each shard's value
+// lands in its device's mapped result slot; the host waits for each device's stream only.
 template <class Acc, class Node, class Map, class Op>
 Acc reduce_node(const Node& node, Map map, Op op, Acc init) {
   using H = combine_t<Op, Acc>;
-  const auto g = reduction_geometry<Node::rank>(node, node.shape());
-  auto tasks = plan_full<Acc>(node, g, map, op, init, false);
-  std::vector<H> partials;
-  std::vector<std::pair<int, std::size_t>> waiting;  // device, index into partials
-  const int saved = rt::get_cuda_device();
-  try {
-    // Every GPU is busy before the host folds its own shards or waits on the first result.
-    for (std::size_t s = 0; s < tasks.size(); ++s) {
-      const Device d = g.boxes[s].device;
-      if (d.is_host() || tasks[s].n == 0) continue;
-      launch_full(tasks[s], static_cast<Acc*>(rt::mapped_result(d.id()).device), d, static_cast<int>(s));
-      waiting.push_back({d.id(), partials.size()});
-      partials.push_back(static_cast<H>(init));
-    }
-    for (std::size_t s = 0; s < tasks.size(); ++s) {
-      if (g.boxes[s].device.is_host() && tasks[s].n > 0) partials.push_back(host::reduce<H>(tasks[s]));
-    }
-    for (auto [d, i] : waiting) {
-      rt::synchronize_device(d);  // this device's stream only
-      Acc v;
-      std::memcpy(&v, rt::mapped_result(d).host, sizeof(Acc));
-      partials[i] = static_cast<H>(v);
-    }
-  } catch (...) {
-    rt::restore_cuda_device(saved);
-    throw;
-  }
-  rt::restore_cuda_device(saved);
+  auto jobs = plan_full<Acc>(node, placement_of<Node::rank>(node, node.shape()), map, op, init, false);
+  std::erase_if(jobs, [](const auto& j) { return j.n == 0; });  // an empty shard adds init
+  for (auto& j : jobs) j.task.result = static_cast<Acc*>(rt::mapped_result(j.device.id()).device);
+  execute(jobs);
   H total = static_cast<H>(init);
-  for (H p : partials) total = static_cast<H>(op(total, p));
+  for (auto& j : jobs) {
+    rt::synchronize_device(j.device.id());  // this device's stream only
+    Acc v;
+    std::memcpy(&v, rt::mapped_result(j.device.id()).host, sizeof(Acc));
+    total = static_cast<H>(op(total, static_cast<H>(v)));
+  }
   return static_cast<Acc>(total);
 }
 
-// Folds, on every device r, the `count` partials gathered on it (gather[r]: `ndev` blocks of
-// `k` values, block q from device q) into out[r] (k values). The same order everywhere, so every
-// replica holds the same bits.
-template <class Acc, class Op>
-void fold_gathered(const std::vector<Device>& devs, const std::vector<Acc*>& gather, const std::vector<Acc*>& out,
-                   index_t k, Op op, Acc init) {
+// Shards' partials, combined on the devices: every device r has written its k partials into block
+// r of its part of `gather` (k x ndev values, replicated); the blocks are allgathered (NCCL on GPUs,
+// copies on host devices), then every device folds the k x ndev matrix along its columns into its
+// part of `out`, in the same order everywhere, so that every replica holds the same bits.
+template <class Acc, int G, int O, class Op>
+void combine_partials(const Layout<Acc, G>& gather, const Layout<Acc, O>& out, index_t k, Op op, Acc init) {
   using H = combine_t<Op, Acc>;
   using Task = DimsTask<Acc, H, LeafEval<Acc, 2>, red::to<H>, Op, 2>;
-  const index_t ndev = static_cast<index_t>(devs.size());
-  for (std::size_t r = 0; r < devs.size(); ++r) {
-    Task t{LeafEval<Acc, 2>{gather[r], {1, k}}, red::to<H>{}, op, static_cast<H>(init), 1, 1, {0, 0}, {1, 0},
-           {k, 0}, {ndev, 0}, {1, k}, k, ndev, ndev, 1, 1, path::cartesian, dims_access::scalar, false, out[r],
-           nullptr};
-    if (devs[r].is_host()) {
-      host::reduce_dims(t);
-    } else {
-#if TS_DEVICE_COMPILER
-      cuda::reduce_dims(t, devs[r].id(), static_cast<int>(r));
-#else
-      no_device_compiler(devs[r], "a reduction");
-#endif
-    }
+  const std::size_t ndev = gather.parts.size();
+  std::vector<int> ids;
+  std::vector<void*> recv;
+  std::vector<const void*> send;
+  std::vector<Job<Task>> jobs;
+  for (std::size_t r = 0; r < ndev; ++r) {
+    Acc* g = gather.parts[r].ptr;
+    ids.push_back(gather.parts[r].device.id());
+    recv.push_back(g);
+    send.push_back(g + static_cast<index_t>(r) * k);
+    // Output o folds row o of the k x ndev block matrix: dim 0 kept, dim 1 reduced.
+    const index_t n = static_cast<index_t>(ndev);
+    Task t{.e = {g, {1, k}}, .map = {}, .op = op, .init = static_cast<H>(init), .mode = path::cartesian,
+           .wide = false, .out = out.parts[r].ptr, .n_out = k, .n_red = n, .nk = 1, .nr = 1, .kdim = {0},
+           .rdim = {1}, .kext = {k}, .rext = {n}, .cst = {1, k}, .chunk = n};
+    jobs.push_back({.task = t, .device = gather.parts[r].device, .shard = static_cast<int>(r), .n = k * n});
   }
+  comm::allgather(ids.data(), static_cast<int>(ndev), send.data(), recv.data(), static_cast<std::size_t>(k) * sizeof(Acc));
+  execute(jobs);
 }
 
-// Device ids and buffer pointers of a layout's parts, for comm:: calls.
-template <class T, int N>
-void part_pointers(const Layout<T, N>& l, std::vector<int>& ids, std::vector<void*>& ptrs) {
-  for (auto& p : l.parts) {
-    ids.push_back(p.device.id());
-    ptrs.push_back(p.ptr);
-  }
+// A replicated k x ndev buffer of device memory on the devices of `g`, for combine_partials.
+template <class Acc, int R>
+std::shared_ptr<const Layout<Acc, 2>> partials_buffer(const Geometry<R>& g, index_t k) {
+  Geometry<2> gg{{k, static_cast<index_t>(g.boxes.size())}, -1, true, {}};
+  for (auto& b : g.boxes) gg.boxes.push_back({b.device, {0, 0}, gg.shape});
+  return std::make_shared<const Layout<Acc, 2>>(allocate_layout<Acc, 2>(gg, memory::device));
 }
 
-// Like reduce_node, into a replicated 0-d array on the expression's devices.
+// Like reduce_node, into a replicated 0-d array on the expression's devices. Shards of one array
+// are combined on the devices: their values are allgathered, then every device folds them.
 template <class Acc, class Node, class Map, class Op>
 Array<Acc, 0> reduce_node_array(const Node& node, Map map, Op op, Acc init) {
   static_assert(element_type<Acc>, "TESSERA_UNSUPPORTED_RESULT_TYPE: as_array results are bool, int32_t, int64_t, "
                                    "float or double");
   memory mem = memory::unified;
-  const auto g = reduction_geometry<Node::rank>(node, node.shape(), &mem);
-  auto tasks = plan_full<Acc>(node, g, map, op, init, true);
+  const auto g = placement_of<Node::rank>(node, node.shape(), &mem);
+  auto jobs = plan_full<Acc>(node, g, map, op, init, true);
   Geometry<0> og{{}, -1, true, {}};
   for (auto& b : g.boxes) og.boxes.push_back({b.device, {}, {}});
   auto out = std::make_shared<const Layout<Acc, 0>>(allocate_layout<Acc, 0>(og, mem));
-  // Shards of one array need combining; replicas and single devices already hold the whole value.
+  // Replicas and single devices already hold the whole value.
   const bool combine = !g.replicated && g.boxes.size() > 1;
   const std::size_t ndev = g.boxes.size();
-  std::shared_ptr<const Layout<Acc, 1>> gather;
-  if (combine) {
-    Geometry<1> gg{{static_cast<index_t>(ndev)}, -1, true, {}};
-    for (auto& b : g.boxes) gg.boxes.push_back({b.device, {0}, {static_cast<index_t>(ndev)}});
-    gather = std::make_shared<const Layout<Acc, 1>>(allocate_layout<Acc, 1>(gg, memory::device));
+  std::shared_ptr<const Layout<Acc, 2>> gather;
+  if (combine) gather = partials_buffer<Acc>(g, 1);
+  for (std::size_t s = 0; s < ndev; ++s) {  // an empty shard still stores init
+    rt::make_resident(*out->parts[s].buf);
+    jobs[s].task.result = combine ? gather->parts[s].ptr + s : out->parts[s].ptr;
   }
-  const int saved = rt::get_cuda_device();
-  try {
-    for (std::size_t s = 0; s < ndev; ++s) {
-      const Device d = g.boxes[s].device;
-      rt::make_resident(*out->parts[s].buf);
-      Acc* dst = combine ? gather->parts[s].ptr + s : out->parts[s].ptr;
-      if (d.is_host()) *dst = static_cast<Acc>(host::reduce<combine_t<Op, Acc>>(tasks[s]));
-      else launch_full(tasks[s], dst, d, static_cast<int>(s));  // n == 0 still stores init
-    }
-    if (combine) {
-      std::vector<int> ids;
-      std::vector<void*> ptrs;
-      part_pointers(*gather, ids, ptrs);
-      std::vector<const void*> send;
-      for (std::size_t r = 0; r < ndev; ++r) send.push_back(gather->parts[r].ptr + r);
-      comm::allgather(ids.data(), static_cast<int>(ndev), send.data(), ptrs.data(), sizeof(Acc));
-      std::vector<Device> devs;
-      std::vector<Acc*> gp, op_out;
-      for (std::size_t r = 0; r < ndev; ++r) {
-        devs.push_back(g.boxes[r].device);
-        gp.push_back(gather->parts[r].ptr);
-        op_out.push_back(out->parts[r].ptr);
-      }
-      fold_gathered<Acc>(devs, gp, op_out, 1, op, init);
-    }
-  } catch (...) {
-    rt::restore_cuda_device(saved);
-    throw;
-  }
-  rt::restore_cuda_device(saved);
+  execute(jobs);
+  if (combine) combine_partials<Acc>(*gather, *out, 1, op, init);
   // The gather buffers die here: their blocks go back to the memory cache, reused only after the
   // work above (stream order, backend/runtime/pool.cpp).
   return Array<Acc, 0>(std::move(out));

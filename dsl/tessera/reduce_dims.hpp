@@ -9,6 +9,7 @@
 #pragma once
 #include <tessera/reduce.hpp>
 
+#include <array>
 #include <string>
 #include <type_traits>
 #include <vector>
@@ -44,20 +45,32 @@ std::array<bool, R> reduced_mask(const ReduceDims& d, const char* what) {
   return m;
 }
 
-// One shard on its device's executor, called through rt::run_shards like elementwise work.
-template <class Task>
-void run_dims_shard(const void* task, int device, int shard, bool host) {
-  const Task& t = *static_cast<const Task*>(task);
-  if (host) {
-    host::reduce_dims(t);
-  } else {
-#if TS_DEVICE_COMPILER
-    cuda::reduce_dims(t, device, shard);
-#else
-    (void)shard;
-    no_device_compiler(Device(device), "a reduction along dims");
-#endif
+template <int R>
+std::string describe_dims_reduction(const void* shape) {
+  return "a reduction along dims over " + shape_string<R>(*static_cast<const Shape<R>*>(shape));
+}
+
+// The task of one shard: the plan's evaluator over the box, its dims split into kept dims (the
+// output's, in order) and reduced dims.
+template <class Acc, class H, class E, class Map, class Op, int R>
+DimsTask<Acc, H, E, Map, Op, R> dims_task(const ShardPlan<E, R>& plan, const std::type_identity_t<std::array<bool, R>>& mask, Map map,
+                                          Op op, Acc init, Acc* out, index_t n_out) {
+  DimsTask<Acc, H, E, Map, Op, R> t{.e = plan.e, .map = map, .op = op, .init = static_cast<H>(init),
+                                    .mode = plan.mode, .wide = plan.wide, .out = out, .n_out = n_out,
+                                    // 0 when a reduced dim is empty: the outputs get init
+                                    .n_red = plan.n / n_out};
+  for (int k = 0; k < R; ++k) {
+    t.cst[k] = k == 0 ? 1 : t.cst[k - 1] * plan.ext[k - 1];
+    if (mask[k]) {
+      t.rdim[t.nr] = k;
+      t.rext[t.nr++] = plan.ext[k];
+    } else {
+      t.kdim[t.nk] = k;
+      t.kext[t.nk++] = plan.ext[k];
+    }
   }
+  t.chunk = t.n_red > 0 ? t.n_red : 1;
+  return t;
 }
 
 template <class Acc, class Node, class Map, class Op>
@@ -73,7 +86,7 @@ Array<Acc, Node::rank> reduce_dims_node(const Node& node, const ReduceDims& dd, 
     if (mask[k]) out_shape[k] = 1;
   const index_t k_out = volume<R>(out_shape);
   memory mem = memory::unified;
-  const Geometry<R> gin = reduction_geometry<R>(node, in_shape, &mem);
+  const Geometry<R> gin = placement_of<R>(node, in_shape, &mem);
   const bool shard_reduced = gin.shard_dim >= 0 && mask[gin.shard_dim] && gin.boxes.size() > 1;
   // The output: the input's boxes with the reduced dims collapsed; whole (replicated) boxes when
   // the shard dim is reduced: each device folds its block into a partial, then they combine.
@@ -89,79 +102,23 @@ Array<Acc, Node::rank> reduce_dims_node(const Node& node, const ReduceDims& dd, 
     gout.boxes.push_back(o);
   }
   auto out = std::make_shared<const Layout<Acc, R>>(allocate_layout<Acc, R>(gout, mem));
-  const std::size_t ndev = gin.boxes.size();
   std::shared_ptr<const Layout<Acc, 2>> gather;  // ndev blocks of k_out partials on every device
-  if (shard_reduced && k_out > 0) {
-    Geometry<2> gg{{k_out, static_cast<index_t>(ndev)}, -1, true, {}};
-    for (auto& b : gin.boxes) gg.boxes.push_back({b.device, {0, 0}, gg.shape});
-    gather = std::make_shared<const Layout<Acc, 2>>(allocate_layout<Acc, 2>(gg, memory::device));
+  if (shard_reduced && k_out > 0) gather = partials_buffer<Acc>(gin, k_out);
+  std::vector<Job<Task>> jobs;
+  for (std::size_t s = 0; s < gin.boxes.size(); ++s) {
+    const auto& p = out->parts[s];
+    const index_t n = volume<R>(p.extent);
+    if (n == 0) continue;
+    const auto plan = plan_shard<R>(node, in_shape, gin.boxes[s], {&in_shape, &describe_dims_reduction<R>});
+    Acc* dst = shard_reduced ? gather->parts[s].ptr + static_cast<index_t>(s) * k_out : p.ptr;
+    Task t = dims_task<Acc, H>(plan, mask, map, op, init, dst, n);
+    // The gathered partials are addressed past k_out * ndev.
+    t.wide = t.wide || n * static_cast<index_t>(gin.boxes.size()) >= narrow_index_limit;
+    rt::make_resident(*p.buf);
+    jobs.push_back({.task = t, .device = p.device, .shard = static_cast<int>(s), .n = n});
   }
-  std::vector<Task> tasks;
-  std::vector<rt::shard_launch> launches;
-  tasks.reserve(ndev);
-  const int saved = rt::get_cuda_device();
-  try {
-    for (std::size_t s = 0; s < ndev; ++s) {
-      const auto& b = gin.boxes[s];
-      const auto& p = out->parts[s];
-      const index_t n = volume<R>(p.extent);
-      if (n == 0) continue;
-      ShardContext<R> c{b.device, in_shape, b.origin, b.extent, nullptr, nullptr, nullptr, {}, nullptr};
-      c.dst = &in_shape;
-      c.describe_dst = [](const void* sh) {
-        return "a reduction along dims over " + shape_string<R>(*static_cast<const Shape<R>*>(sh));
-      };
-      Task t{build(node, c), map, op, static_cast<H>(init), 0, 0, {}, {}, {}, {}, {}, n, 1, 1, 1, 1,
-             path::cartesian, dims_access::scalar, false, nullptr, nullptr};
-      t.mode = c.linear ? (c.aligned ? path::vector : path::linear) : path::cartesian;
-      for (int k = 0; k < R; ++k) {
-        t.cst[k] = k == 0 ? 1 : t.cst[k - 1] * b.extent[k - 1];
-        if (mask[k]) {
-          t.rdim[t.nr] = k;
-          t.rext[t.nr++] = b.extent[k];
-        } else {
-          t.kdim[t.nk] = k;
-          t.kext[t.nk++] = b.extent[k];
-        }
-      }
-      t.n_red = volume<R>(b.extent) / n;  // 0 when a reduced dim is empty: the outputs get init
-      t.chunk = t.n_red > 0 ? t.n_red : 1;
-      t.wide = volume<R>(b.extent) >= (index_t(1) << 30) || c.max_offset >= (index_t(1) << 30) ||
-               n * static_cast<index_t>(ndev) >= (index_t(1) << 30);
-      t.out = shard_reduced ? gather->parts[s].ptr + static_cast<index_t>(s) * k_out : p.ptr;
-      rt::make_resident(*p.buf);
-#if TS_DEVICE_COMPILER
-      if (!b.device.is_host()) {
-        const std::size_t bytes = cuda::plan_dims(t, b.device.id());
-        if (bytes > 0) t.partial = static_cast<H*>(rt::scratch(b.device.id(), bytes));
-      }
-#endif
-      tasks.push_back(t);
-      launches.push_back({b.device.id(), static_cast<int>(s), b.device.is_host(), n, &run_dims_shard<Task>, nullptr});
-    }
-    for (std::size_t i = 0; i < tasks.size(); ++i) launches[i].task = &tasks[i];
-    rt::run_shards(launches.data(), launches.size(), false);
-    if (gather) {
-      std::vector<int> ids;
-      std::vector<void*> ptrs;
-      part_pointers(*gather, ids, ptrs);
-      std::vector<const void*> send;
-      for (std::size_t r = 0; r < ndev; ++r) send.push_back(gather->parts[r].ptr + static_cast<index_t>(r) * k_out);
-      comm::allgather(ids.data(), static_cast<int>(ndev), send.data(), ptrs.data(), static_cast<std::size_t>(k_out) * sizeof(Acc));
-      std::vector<Device> devs;
-      std::vector<Acc*> gp, op_out;
-      for (std::size_t r = 0; r < ndev; ++r) {
-        devs.push_back(gin.boxes[r].device);
-        gp.push_back(gather->parts[r].ptr);
-        op_out.push_back(out->parts[r].ptr);
-      }
-      fold_gathered<Acc>(devs, gp, op_out, k_out, op, init);
-    }
-  } catch (...) {
-    rt::restore_cuda_device(saved);
-    throw;
-  }
-  rt::restore_cuda_device(saved);
+  execute(jobs);
+  if (gather) combine_partials<Acc>(*gather, *out, k_out, op, init);
   return Array<Acc, R>(std::move(out));
 }
 

@@ -4,6 +4,7 @@
 // loops shared by the host and CUDA executors live here too, so both compute the same function.
 #pragma once
 #include <tessera/evaluator.hpp>
+#include <tessera/functional.hpp>
 
 #include <cstdint>
 #include <type_traits>
@@ -32,17 +33,9 @@ struct mul {
     return a * b;
   }
 };
+// NaN wins wherever it sits (Julia's maximum/minimum): the elementwise max/min.
 template <bool IsMax>
-struct extremum {  // NaN wins wherever it sits (Julia's maximum/minimum)
-  template <class A>
-  TS_HD A operator()(A a, A b) const {
-    if constexpr (std::is_floating_point_v<A>) {
-      if (a != a) return a;
-      if (b != b) return b;
-    }
-    return (IsMax ? a < b : b < a) ? b : a;
-  }
-};
+using extremum = fn::min_max<IsMax>;
 struct lor {
   TS_HD bool operator()(bool a, bool b) const { return a || b; }
 };
@@ -78,42 +71,31 @@ struct to {
 }  // namespace red
 
 // A full reduction of one shard: every element of the box, mapped, folded with op from init.
-// On GPUs one kernel does it all: each block folds a grid-stride share and stores a partial, and
-// the last block to finish (counted in *counter) folds the partials into *result.
-template <class Acc, class E, class Map, class Op, int N>
+// On GPUs one kernel does it all (accumulating in Acc, like CUB): each block folds a grid-stride
+// share and stores a partial, and the last block to finish (counted in *counter) folds the
+// partials into *result. Host devices fold in H (double for floating sums and products).
+template <class Acc, class H, class E, class Map, class Op, int N>
 struct FullTask {
   using acc_type = Acc;
+  using fold_type = H;
   E e;
   Map map;
   Op op;
   Acc init;
-  index_t ext[N > 0 ? N : 1];
+  Extents<N> ext;
   index_t n;
   path mode;
   bool wide;
-  Acc* partials;      // one per block
-  unsigned* counter;  // zero between launches
-  Acc* result;        // device memory, or pinned host memory mapped into the device
-  // Elements per vector load: 16 bytes of the narrowest operand, at most 8.
-  static constexpr int K = [] {
-    const std::size_t k = 16 / min_leaf_size<E>::value;
-    return static_cast<int>(k > 8 ? 8 : k < 1 ? 1 : k);
-  }();
+  Acc* result;                  // device memory, or pinned host memory mapped into the device
+  Acc* partials = nullptr;      // one per block: set by the CUDA executor
+  unsigned* counter = nullptr;  // zero between launches: set by the CUDA executor
+  static constexpr int K = vector_width<E>;
 
   template <class I>
   TS_HD Acc element(I i) const {
     if (mode != path::cartesian) return static_cast<Acc>(map(e.linear(i)));
     I idx[N > 0 ? N : 1];
-    I r = i;
-    for (int k = 0; k < N; ++k) {
-      const I x = static_cast<I>(ext[k]);
-      if (k + 1 < N) {
-        idx[k] = r % x;
-        r /= x;
-      } else {
-        idx[k] = r;
-      }
-    }
+    box_index<N>(i, ext, idx);
     return static_cast<Acc>(map(e.at(idx)));
   }
 };
@@ -139,26 +121,24 @@ struct DimsTask {
   Map map;
   Op op;
   H init;
-  int nk, nr;                  // kept / reduced dim counts
-  int kdim[N > 0 ? N : 1];     // kept dims, innermost first
-  int rdim[N > 0 ? N : 1];     // reduced dims, innermost first
-  index_t kext[N > 0 ? N : 1];
-  index_t rext[N > 0 ? N : 1];
-  index_t cst[N > 0 ? N : 1];  // the box's column-major strides (linear index of an N-d index)
-  index_t n_out, n_red;        // outputs, reduced elements per output
-  index_t chunk;               // reduced elements per chunk
-  int chunks;
-  int group;                   // lanes per output
   path mode;                   // how the operands are laid out over the box
-  dims_access access;
   bool wide;
   Acc* out;                    // n_out results, contiguous (chunks == 1)
-  H* partial;                  // chunks * n_out partials, output fastest (chunks > 1)
-  // Elements per vector load: 16 bytes of the narrowest operand, at most 8.
-  static constexpr int K = [] {
-    const std::size_t k = 16 / min_leaf_size<E>::value;
-    return static_cast<int>(k > 8 ? 8 : k < 1 ? 1 : k);
-  }();
+  index_t n_out, n_red;        // outputs, reduced elements per output
+  int nk = 0, nr = 0;          // kept / reduced dim counts
+  int kdim[N > 0 ? N : 1] = {};      // kept dims, innermost first
+  int rdim[N > 0 ? N : 1] = {};      // reduced dims, innermost first
+  index_t kext[N > 0 ? N : 1] = {};
+  index_t rext[N > 0 ? N : 1] = {};
+  index_t cst[N > 0 ? N : 1] = {};   // the box's column-major strides (linear index of an N-d index)
+  // How the GPU spreads the work: set by the CUDA executor (plan_dims); the host folds each
+  // output in one chunk.
+  index_t chunk = 1;           // reduced elements per chunk
+  int chunks = 1;
+  int group = 1;               // lanes per output
+  dims_access access = dims_access::scalar;
+  H* partial = nullptr;        // chunks * n_out partials, output fastest (chunks > 1)
+  static constexpr int K = vector_width<E>;
 
   // Fills idx's kept dims for output o.
   template <class I>
@@ -297,8 +277,8 @@ struct DimsTask {
   }
 };
 
-template <class Acc, class E, class Map, class Op, int N>
-struct device_copyable<FullTask<Acc, E, Map, Op, N>>
+template <class Acc, class H, class E, class Map, class Op, int N>
+struct device_copyable<FullTask<Acc, H, E, Map, Op, N>>
     : std::bool_constant<device_copyable_functor_v<Map> && device_copyable_functor_v<Op> && device_copyable<E>::value> {};
 template <class Acc, class H, class E, class Map, class Op, int N>
 struct device_copyable<DimsTask<Acc, H, E, Map, Op, N>>

@@ -54,28 +54,8 @@ index_t extent_or_one(const Shape<N>& s, int k) {
   return k < N ? s[k] : 1;
 }
 
-// Julia's combine_axes: shapes align from the first dimension; a size-1 dimension stretches;
-// anything else is a DimensionMismatch that names both shapes and the dimension.
-template <int N, int M>
-Shape<(N > M ? N : M)> broadcast_shapes(const Shape<N>& a, const Shape<M>& b) {
-  constexpr int R = N > M ? N : M;
-  Shape<R> out{};
-  for (int k = 0; k < R; ++k) {
-    const index_t x = extent_or_one<N>(a, k), y = extent_or_one<M>(b, k);
-    if (x == y || y == 1) {
-      out[k] = x;
-    } else if (x == 1) {
-      out[k] = y;
-    } else {
-      throw dimension_mismatch("tessera::dimension_mismatch: cannot broadcast shapes " +
-                               shape_string<N>(a) + " and " + shape_string<M>(b) + ": dimension " +
-                               std::to_string(k) + " has sizes " + std::to_string(x) + " and " +
-                               std::to_string(y) + " (each must equal the other or be 1)");
-    }
-  }
-  return out;
-}
-
+// Julia's combine_axes, one operand at a time: shapes align from the first dimension, a size-1
+// dimension stretches, anything else is a DimensionMismatch naming both shapes and the dimension.
 // Folds one more operand shape `b` into `acc`, whose first `acc_rank` dimensions are those of
 // the operands folded so far; error messages print the operands' own ranks.
 template <int R, int M>

@@ -4,6 +4,7 @@
 #include <tessera/config.hpp>
 #include <tessera/error.hpp>
 #include <tessera/device.hpp>
+#include <tessera/memory.hpp>
 #include <tessera/shape.hpp>
 #include <tessera/placement.hpp>
 #include <tessera/layout.hpp>

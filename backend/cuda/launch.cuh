@@ -1,0 +1,40 @@
+// SPDX-License-Identifier: Apache-2.0
+// Tessera CUDA launch helper: every kernel launch of the library goes through launch(). It checks
+// at compile time that the task can be a kernel parameter (trivially copyable, within CUDA's
+// parameter limit), sets the device, launches on the device's stream and checks the launch
+// (rt::check_launch names the kernel, device and shard; TESSERA_DEBUG_SYNC=1 also synchronizes).
+// Included only by translation units compiled with nvcc.
+#pragma once
+#include <backend/runtime/runtime.hpp>
+#include <tessera/evaluator.hpp>
+
+#include <cuda_runtime.h>
+
+namespace tessera::detail::cuda {
+
+// SMs of a device (at least 1): grids are sized from it.
+inline index_t sm_count(int device) {
+  const int sms = rt::info(device).sm_count;
+  return sms > 0 ? sms : 1;
+}
+
+// Blocks for `work` items of `per_block` each, between 1 and `cap`.
+inline unsigned grid_blocks(index_t work, index_t per_block, index_t cap) {
+  index_t blocks = (work + per_block - 1) / per_block;
+  if (blocks > cap) blocks = cap;
+  return static_cast<unsigned>(blocks < 1 ? 1 : blocks);
+}
+
+template <class Task>
+void launch(void (*kernel)(Task), dim3 grid, unsigned block, const Task& t, int device, int shard, const char* name) {
+  static_assert(device_copyable<Task>::value,
+                "TESSERA_EVALUATOR_NOT_TRIVIALLY_COPYABLE: kernel parameters are copied bytewise");
+  static_assert(sizeof(Task) <= kernel_param_limit,
+                "TESSERA_EXPRESSION_TOO_LARGE: the task exceeds CUDA's 32764-byte kernel parameter limit; split "
+                "the expression with eval()");
+  rt::set_device(device);
+  kernel<<<grid, block, 0, static_cast<cudaStream_t>(rt::stream(device))>>>(t);
+  rt::check_launch(device, shard, name);
+}
+
+}  // namespace tessera::detail::cuda

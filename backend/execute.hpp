@@ -1,0 +1,67 @@
+// SPDX-License-Identifier: Apache-2.0
+// Tessera: the one place where a task meets its executor. dsl/ plans a task per shard (ShardTask,
+// FullTask, DimsTask) and calls execute(); each task runs on the host executor (backend/host) on
+// a host device and on the CUDA executor (backend/cuda) on a GPU. The CUDA executor exists only
+// in translation units compiled by nvcc: this header is the one switch on that.
+#pragma once
+#include <backend/host/executor.hpp>
+#include <backend/host/reduce.hpp>
+#include <backend/runtime/runtime.hpp>
+#include <tessera/device.hpp>
+#if TS_DEVICE_COMPILER
+#include <backend/cuda/executor.cuh>
+#include <backend/cuda/reduce.cuh>
+#endif
+
+#include <string>
+#include <vector>
+
+namespace tessera::detail {
+
+// A task and the shard it computes.
+template <class Task>
+struct Job {
+  Task task;
+  Device device;
+  int shard;   // index of the part, named in launch errors
+  index_t n;   // elements: large host shards run on their own thread
+};
+
+// One task on its device's executor. rt::run_shards calls it through a pointer, so the dispatch
+// loop, with its threads and error handling, is compiled once rather than per task type.
+template <class Task>
+void run_task(const void* task, int device, int shard, bool host) {
+  const Task& t = *static_cast<const Task*>(task);
+  if (host) {
+    host::run(t);
+    return;
+  }
+#if TS_DEVICE_COMPILER
+  cuda::run(t, device, shard);
+#else
+  (void)t, (void)shard;
+  throw error("tessera: work was queued on " + Device(device).name() +
+              " from a translation unit compiled without nvcc; compile it as CUDA (tessera_add_program in "
+              "CMake) or run on host devices (TESSERA_BACKEND=host)");
+#endif
+}
+
+// Runs every job (GPU jobs queued on their streams first, then host jobs; `sequential` waits for
+// each). The caller's current CUDA device is restored, and the first error rethrown once every
+// started job has finished.
+template <class Task>
+void execute(const std::vector<Job<Task>>& jobs, bool sequential = false) {
+  std::vector<rt::shard_launch> launches;
+  launches.reserve(jobs.size());
+  for (const auto& j : jobs) {
+    launches.push_back({.device = j.device.id(),
+                        .shard = j.shard,
+                        .host = j.device.is_host(),
+                        .n = j.n,
+                        .run = &run_task<Task>,
+                        .task = &j.task});
+  }
+  rt::run_shards(launches.data(), launches.size(), sequential);
+}
+
+}  // namespace tessera::detail

@@ -1,0 +1,250 @@
+// SPDX-License-Identifier: Apache-2.0
+// Tessera: the per-shard planner shared by every operation (Julia's instantiate, per shard).
+// plan_shard(node, shape, box, ...) walks the expression for one box of the global index space on
+// one device and returns everything an executor needs: the evaluator (each array leaf replaced by
+// a pointer into its part on that device, strides 0 on broadcast dimensions), the box extents and
+// element count, the access path, whether 64-bit index math is needed, and whether a read aliases
+// the written region. Assignments, full reductions and reductions along dims all plan through it;
+// only what they build around the plan differs. placement_of() chooses the boxes of an expression
+// that has no destination (eval, reductions).
+#pragma once
+#include <tessera/evaluator.hpp>
+#include <tessera/layout.hpp>
+
+#include <cstdint>
+#include <string>
+#include <utility>
+
+namespace tessera::detail {
+
+// Names the object being computed, for error messages only: string building costs more than a
+// launch, so the text is made when an error needs it.
+struct lazy_text {
+  const void* object = nullptr;
+  std::string (*text)(const void*) = nullptr;
+  std::string str() const { return text ? text(object) : std::string("the result"); }
+};
+
+// What an assignment writes on the shard being planned: reads of the same buffer through another
+// mapping make it hazardous (evaluate through a temporary).
+struct ShardOutput {
+  const void* ptr = nullptr;
+  const index_t* stride = nullptr;
+  const rt::buffer* buf = nullptr;
+  const char* lo = nullptr;  // byte range written
+  const char* hi = nullptr;
+};
+
+// Everything the evaluator builder needs to know about the shard being planned; filled in while
+// the tree is walked.
+template <int N>
+struct ShardContext {
+  Device device;
+  Shape<N> shape, origin, extent;  // the global shape and this shard's box
+  lazy_text what;
+  ShardOutput out;
+  bool linear = true, aligned = true, hazard = false;
+  index_t max_offset = 0;
+  int operand = 0;
+};
+
+inline std::string box_string(const index_t* lo, const index_t* ext, int n) {
+  std::string s;
+  for (int k = 0; k < n; ++k) {
+    s += (k ? "×[" : "[") + std::to_string(lo[k]) + "," + std::to_string(lo[k] + ext[k]) + ")";
+  }
+  return n ? s : "[]";
+}
+
+// Byte range touched by a strided box, to test two accesses for overlap.
+template <int N, class T>
+std::pair<const char*, const char*> byte_span(const T* p, const index_t* st, const index_t* ext) {
+  index_t lo = 0, hi = 0;
+  for (int k = 0; k < N; ++k) {
+    const index_t d = (ext[k] - 1) * st[k];
+    (d < 0 ? lo : hi) += d;
+  }
+  return {reinterpret_cast<const char*>(p + lo), reinterpret_cast<const char*>(p + hi + 1)};
+}
+
+// Records whether an access with strides `st` walks the box in its column-major order.
+template <int N>
+void note_contiguity(ShardContext<N>& c, const index_t* st) {
+  index_t acc = 1;
+  for (int k = 0; k < N; ++k) {
+    if (c.extent[k] != 1 && st[k] != acc) c.linear = false;
+    acc *= c.extent[k];
+  }
+}
+
+// Records how a memory access with strides `st` starting at `p` walks the box: contiguous or not,
+// 16-byte aligned or not, and its largest element offset (for 32- vs 64-bit index math).
+template <int N>
+void note_strides(ShardContext<N>& c, const index_t* st, const void* p) {
+  note_contiguity<N>(c, st);
+  index_t off = 0;
+  for (int k = 0; k < N; ++k) off += (c.extent[k] - 1) * (st[k] < 0 ? -st[k] : st[k]);
+  if (off > c.max_offset) c.max_offset = off;
+  if (reinterpret_cast<std::uintptr_t>(p) % 16 != 0) c.aligned = false;
+}
+
+template <class T, int M, int N>
+LeafEval<T, N> build(const ArrayLeaf<T, M>& leaf, ShardContext<N>& c) {
+  static_assert(M <= N, "operand rank exceeds the destination rank");
+  const int operand = ++c.operand;
+  if (volume<N>(c.extent) == 0) return {};  // an empty box (a reduction over an empty dimension) reads nothing
+  const Layout<T, M>& l = *leaf.layout;
+  index_t lo[M > 0 ? M : 1], len[M > 0 ? M : 1];
+  bool bcast[M > 0 ? M : 1];
+  for (int k = 0; k < M; ++k) {
+    bcast[k] = l.shape[k] != c.shape[k];  // then l.shape[k] == 1 (checked by instantiate)
+    lo[k] = bcast[k] ? 0 : c.origin[k];
+    len[k] = bcast[k] ? 1 : c.extent[k];
+  }
+  const Part<T, M>* found = nullptr;
+  for (auto& q : l.parts) {
+    if (!(q.device == c.device) || q.ptr == nullptr) continue;
+    bool contains = true;
+    for (int k = 0; k < M && contains; ++k) {
+      contains = q.origin[k] <= lo[k] && lo[k] + len[k] <= q.origin[k] + q.extent[k];
+    }
+    if (contains) {
+      found = &q;
+      break;
+    }
+  }
+  if (!found) {
+    throw placement_mismatch(
+        "tessera::placement_mismatch: operand #" + std::to_string(operand) + " (" + shape_string<M>(l.shape) + ", " +
+        describe_placement(l) + ") has no part on " + c.device.name() + " holding indices " + box_string(lo, len, M) +
+        ", which the destination (" + c.what.str() + ") computes there. Operands must share the destination's "
+        "shard dimension and block boundaries, be replicated, or be replicated with size 1 along the shard "
+        "dimension; nothing is moved between devices implicitly. Fix: create the operand with the destination's "
+        "placement, or replicate() it.");
+  }
+  LeafEval<T, N> e{};
+  index_t off = 0;
+  for (int k = 0; k < M; ++k) {
+    off += (lo[k] - found->origin[k]) * found->stride[k];
+    e.st[k] = bcast[k] ? 0 : found->stride[k];
+  }
+  for (int k = M; k < N; ++k) e.st[k] = 0;
+  e.p = found->ptr + off;
+  note_strides<N>(c, e.st, e.p);
+  rt::make_resident(*found->buf);
+  // Alias check: reading the written buffer through another mapping needs a temporary.
+  if (found->buf.get() == c.out.buf) {
+    bool same_map = static_cast<const void*>(e.p) == c.out.ptr;
+    for (int k = 0; k < N && same_map; ++k) same_map = c.extent[k] == 1 || e.st[k] == c.out.stride[k];
+    if (!same_map) {
+      auto [rlo, rhi] = byte_span<N>(e.p, e.st, c.extent.data());
+      if (rlo < c.out.hi && c.out.lo < rhi) c.hazard = true;
+    }
+  }
+  return e;
+}
+
+template <class T, int N>
+ScalarEval<T> build(const Scalar<T>& s, ShardContext<N>&) {
+  return {s.value};
+}
+
+template <int M, int N>
+IndexEval<N> build(const IndexLeaf<M>& leaf, ShardContext<N>& c) {
+  IndexEval<N> e{};
+  const Shape<M> gst = column_major_strides<M>(leaf.dims);
+  e.base = 0;
+  for (int k = 0; k < N; ++k) {
+    const bool bcast = k >= M || leaf.dims[k] != c.shape[k];
+    e.st[k] = bcast ? 0 : gst[k];
+    if (!bcast) e.base += c.origin[k] * gst[k];
+  }
+  note_contiguity<N>(c, e.st);  // computed in 64 bits from global strides: no offset to note
+  return e;
+}
+
+template <class F, class... A, int N>
+NodeEval<F, eval_t<A, N>...> build(const Broadcasted<F, A...>& b, ShardContext<N>& c) {
+  return std::apply([&](const auto&... a) { return NodeEval<F, eval_t<A, N>...>{b.f, {{build(a, c)}...}}; }, b.args);
+}
+
+// One shard, planned: what every task is built from.
+template <class E, int N>
+struct ShardPlan {
+  E e;
+  Extents<N> ext;
+  index_t n;     // elements in the box
+  path mode;
+  bool wide;     // 64-bit index math: the box or an operand's offset reaches narrow_index_limit
+  bool hazard;   // a read overlaps the written region through another mapping
+};
+
+// Plans the evaluation of `node` (broadcast to `shape`) over `box`. `out`, for an assignment, is
+// the written part: its layout joins the path decision, and reads are checked against it.
+template <int N, class Node, class T = char>
+ShardPlan<eval_t<Node, N>, N> plan_shard(const Node& node, const Shape<N>& shape,
+                                         const typename Geometry<N>::Box& box, lazy_text what,
+                                         const Part<T, N>* out = nullptr) {
+  ShardContext<N> c{.device = box.device, .shape = shape, .origin = box.origin, .extent = box.extent, .what = what};
+  if (out != nullptr) {
+    auto [lo, hi] = byte_span<N>(out->ptr, out->stride.data(), out->extent.data());
+    c.out = {.ptr = out->ptr, .stride = out->stride.data(), .buf = out->buf.get(), .lo = lo, .hi = hi};
+    note_strides<N>(c, out->stride.data(), out->ptr);
+    if (out->buf) rt::make_resident(*out->buf);
+  }
+  ShardPlan<eval_t<Node, N>, N> p{.e = build(node, c), .ext = {}, .n = volume<N>(box.extent)};
+  for (int k = 0; k < N; ++k) p.ext[k] = box.extent[k];
+  p.mode = c.linear ? (c.aligned ? path::vector : path::linear) : path::cartesian;
+  p.wide = p.n >= narrow_index_limit || c.max_offset >= narrow_index_limit;
+  p.hazard = c.hazard;
+  return p;
+}
+
+// The placement an expression takes when it has no destination: that of its first sharded
+// operand (along a dimension it does not broadcast), else its first single-device operand, else
+// its first replicated operand, else the default placement.
+template <int R>
+struct LayoutChoice {
+  int priority = 0;  // 3: sharded, 2: single device, 1: replicated, 0: none yet
+  Geometry<R> g;
+  memory mem = memory::unified;
+};
+
+template <int R, class X>
+void choose(const X&, const Shape<R>&, LayoutChoice<R>&) {}
+
+template <int R, class T, int M>
+void choose(const ArrayLeaf<T, M>& leaf, const Shape<R>& shape, LayoutChoice<R>& c) {
+  const auto& l = *leaf.layout;
+  int priority = l.replicated ? 1 : (l.shard_dim >= 0 && l.parts.size() > 1) ? 3 : 2;
+  if (priority == 3 && l.shape[l.shard_dim] != shape[l.shard_dim]) priority = 0;
+  if (l.parts.empty()) priority = 0;
+  if (priority <= c.priority) return;
+  c.priority = priority;
+  c.mem = l.mem;
+  c.g = Geometry<R>{shape, priority == 3 ? l.shard_dim : -1, priority == 1, {}};
+  for (auto& p : l.parts) {
+    typename Geometry<R>::Box b{p.device, {}, shape};
+    if (priority == 3) {
+      b.origin[l.shard_dim] = p.origin[l.shard_dim];
+      b.extent[l.shard_dim] = p.extent[l.shard_dim];
+    }
+    c.g.boxes.push_back(b);
+  }
+}
+
+template <int R, class F, class... A>
+void choose(const Broadcasted<F, A...>& b, const Shape<R>& shape, LayoutChoice<R>& c) {
+  std::apply([&](const auto&... a) { (choose<R>(a, shape, c), ...); }, b.args);
+}
+
+// The boxes (and memory kind, through `mem`) of an expression evaluated without a destination.
+template <int R, class Node>
+Geometry<R> placement_of(const Node& node, const Shape<R>& shape, memory* mem = nullptr) {
+  LayoutChoice<R> choice;
+  choose<R>(node, shape, choice);
+  if (mem) *mem = choice.mem;
+  return choice.priority ? choice.g : geometry_from_placement<R>(shape, Placement{});
+}
+
+}  // namespace tessera::detail
