@@ -24,8 +24,7 @@ struct Part {
   Shape<N> origin{};                // global index of the box's first element
 
   bool empty() const { return volume<N>(extent) == 0; }
-  bool contiguous() const { return stride_contiguous(); }
-  bool stride_contiguous() const {
+  bool contiguous() const {
     index_t acc = 1;
     for (int k = 0; k < N; ++k) {
       if (extent[k] != 1 && stride[k] != acc) return false;
