@@ -10,7 +10,7 @@
 //      N times without synchronizing, against a bare empty-kernel launch measured the same way.
 //
 // Timing: CUDA events on Tessera's per-device streams, each sample queued behind a short spin
-// kernel so that it holds GPU time only (backend/cuda/bench_support.cuh); best and median of
+// kernel so that it holds GPU time only (bench/support/cuda_support.cuh); best and median of
 // --reps samples after --warmup untimed runs. The summary prints PASS/MISS per target and never
 // fails on a MISS; the exit status is non-zero only for an error or a wrong result.
 //
@@ -21,15 +21,11 @@
 //                     [--memory unified|device|both] [--spin-us S]
 #include <tessera/tessera.hpp>
 
-#include <backend/host/bench_support.hpp>
-#if defined(__CUDACC__)
-#include <backend/cuda/bench_support.cuh>
-#endif
+#include <bench/support/program.hpp>
 
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
-#include <cstdlib>
 #include <exception>
 #include <iostream>
 #include <optional>
@@ -38,6 +34,8 @@
 
 using namespace tessera;
 namespace tb = tessera::bench;
+using tb::gbps;
+using tb::pow2;
 
 namespace {
 
@@ -71,116 +69,33 @@ void usage(std::FILE* f) {
 
 std::optional<Options> parse(int argc, char** argv) {
   Options o;
-  for (int i = 1; i < argc; ++i) {
-    std::string arg = argv[i], value;
-    if (arg == "-h" || arg == "--help") {
-      usage(stdout);
-      std::exit(0);
-    }
-    if (const auto eq = arg.find('='); eq != std::string::npos) {
-      value = arg.substr(eq + 1);
-      arg = arg.substr(0, eq);
-    } else if (i + 1 < argc) {
-      value = argv[++i];
-    } else {
-      std::fprintf(stderr, "bench_elementwise: %s needs a value\n", arg.c_str());
-      return std::nullopt;
-    }
-    auto integer = [&](long long lo, long long hi, long long& out) {
-      char* end = nullptr;
-      const long long v = std::strtoll(value.c_str(), &end, 10);
-      if (value.empty() || *end != '\0' || v < lo || v > hi) {
-        std::fprintf(stderr, "bench_elementwise: %s expects an integer in [%lld, %lld], got '%s'\n", arg.c_str(), lo,
-                     hi, value.c_str());
-        return false;
-      }
-      out = v;
-      return true;
-    };
-    long long v = 0;
-    if (arg == "--log2n") {
-      if (!integer(4, 34, v)) return std::nullopt;
-      o.log2n = static_cast<int>(v);
-    } else if (arg == "--reps") {
-      if (!integer(1, 100000, v)) return std::nullopt;
-      o.reps = static_cast<int>(v);
-    } else if (arg == "--warmup") {
-      if (!integer(0, 100000, v)) return std::nullopt;
-      o.warmup = static_cast<int>(v);
-    } else if (arg == "--batch") {
-      if (!integer(1, 1000, v)) return std::nullopt;
-      o.batch = static_cast<int>(v);
-    } else if (arg == "--launches") {
-      if (!integer(1, 100000000, v)) return std::nullopt;
-      o.launches = static_cast<int>(v);
-    } else if (arg == "--tiny-n") {
-      if (!integer(1, 1 << 24, v)) return std::nullopt;
-      o.tiny_n = v;
-    } else if (arg == "--spin-us") {
-      if (!integer(0, 1000000, v)) return std::nullopt;
-      o.spin_us = double(v);
-    } else if (arg == "--memory") {
-      if (value != "unified" && value != "device" && value != "both") {
-        std::fprintf(stderr, "bench_elementwise: --memory expects unified, device or both, got '%s'\n", value.c_str());
-        return std::nullopt;
-      }
-      o.memory = value;
-    } else {
-      std::fprintf(stderr, "bench_elementwise: unknown option '%s'\n", arg.c_str());
-      return std::nullopt;
-    }
-  }
+  const bool ok = tb::parse_options(
+      "bench_elementwise", argc, argv, usage,
+      {{"--log2n", 4, 34, &o.log2n},
+       {"--reps", 1, 100000, &o.reps},
+       {"--warmup", 0, 100000, &o.warmup},
+       {"--batch", 1, 1000, &o.batch},
+       {"--launches", 1, 100000000, &o.launches},
+       {"--tiny-n", 1, 1 << 24, &o.tiny_n},
+       {"--spin-us", 0, 1000000, &o.spin_us}},
+      [&](const std::string& arg, const std::string& value) {
+        if (arg != "--memory") {
+          std::fprintf(stderr, "bench_elementwise: unknown option '%s'\n", arg.c_str());
+          return false;
+        }
+        if (value != "unified" && value != "device" && value != "both") {
+          std::fprintf(stderr, "bench_elementwise: --memory expects unified, device or both, got '%s'\n",
+                       value.c_str());
+          return false;
+        }
+        o.memory = value;
+        return true;
+      });
+  if (!ok) return std::nullopt;
   return o;
 }
 
-// -- the backend: CUDA events on GPUs, the host clock on host devices ---------------------------
-
-struct Runner {
-  bool gpu = false;
-  double spin_us = 0;
-  int batch = 1;
-  int late = 0;  // GPU samples whose spin ran out before the host had queued the work
-
-  // ms per call of `work`: each sample runs it `batch` times back to back.
-  template <class F>
-  tb::stats time(const DeviceSet& devs, int warmup, int reps, F&& work) {
-    auto batched = [&] {
-      for (int k = 0; k < batch; ++k) work();
-    };
-    std::vector<double> ms;
-#if defined(__CUDACC__)
-    if (gpu) {
-      int l = 0;
-      ms = tb::cuda::time_ms(devs, warmup, reps, batched, spin_us, &l);
-      late += l;
-    }
-#endif
-    if (!gpu) ms = tb::host::time_ms(devs, warmup, reps, batched);
-    for (auto& m : ms) m /= batch;
-    return tb::summarize(std::move(ms));
-  }
-
-  tb::stats memcpy(Device d, std::size_t bytes, int warmup, int reps) {
-#if defined(__CUDACC__)
-    if (gpu) {
-      int l = 0;
-      auto ms = tb::cuda::memcpy_ms(d, bytes, warmup, reps, batch, spin_us, &l);
-      late += l;
-      return tb::summarize(std::move(ms));
-    }
-#endif
-    return tb::summarize(tb::host::memcpy_ms(d, bytes, warmup, reps, batch));
-  }
-
-  // Host microseconds per bare launch (an empty kernel, or an empty call on host devices).
-  double bare_launch_us(const DeviceSet& devs, int n) {
-#if defined(__CUDACC__)
-    if (gpu) return tb::cuda::empty_launch_us(devs, n);
-#endif
-    (void)devs;
-    return tb::host::empty_call_us(n);
-  }
-};
+// -- host launch overhead -----------------------------------------------------------------------
 
 // Host microseconds per shard launch of `work` (one assignment over `devs`): n assignments
 // queued back to back, no synchronization inside the loop; the clock stops before the final
@@ -203,8 +118,6 @@ double launch_us(const DeviceSet& devs, int n, F&& work, double& with_sync_us) {
 
 const char* memory_name(memory m) { return m == memory::unified ? "unified" : "device"; }
 
-double gbps(double bytes, double ms) { return ms > 0 ? bytes / (ms * 1e-3) / 1e9 : 0.0; }
-
 struct Elementwise {
   bool valid = false;       // measured (false: skipped or failed, see `error`)
   bool correct = true;      // the spot checks agreed with the host
@@ -216,7 +129,7 @@ struct Elementwise {
 // c1 = a + b and c2 = sin(a) * b + 2 * a over `devs` with n elements per device. The arrays are
 // on(devs[0]) for one device and shard(0, devs) otherwise. Results are spot-checked after the
 // timings (host reads stay out of the timed region).
-Elementwise measure_elementwise(Runner& run, const DeviceSet& devs, index_t n_per_device, memory mem,
+Elementwise measure_elementwise(tb::runner& run, const DeviceSet& devs, index_t n_per_device, memory mem,
                                 const Options& o) {
   Elementwise r;
   const auto G = static_cast<index_t>(devs.size());
@@ -228,8 +141,8 @@ Elementwise measure_elementwise(Runner& run, const DeviceSet& devs, index_t n_pe
     auto b = rand<float>({total}, place, mem);
     auto c1 = zeros<float>({total}, place, mem);
     auto c2 = zeros<float>({total}, place, mem);
-    r.add = run.time(devs, o.warmup, o.reps, [&] { c1 = a + b; });
-    r.sinx = run.time(devs, o.warmup, o.reps, [&] { c2 = sin(a) * b + 2 * a; });
+    r.add = run.time(devs, o.batch, [&] { c1 = a + b; });
+    r.sinx = run.time(devs, o.batch, [&] { c2 = sin(a) * b + 2 * a; });
     synchronize();
     // Spot checks: the ends and the middle of every shard.
     std::vector<index_t> idx;
@@ -258,29 +171,17 @@ Elementwise measure_elementwise(Runner& run, const DeviceSet& devs, index_t n_pe
   return r;
 }
 
-std::string pow2(int k) { return "2^" + std::to_string(k); }
-
 void print_stats_row(const char* what, const char* where, const char* mem, const tb::stats& s, double bytes,
                      const tb::stats* base, double base_bytes) {
-  const double bw_med = gbps(bytes, s.median), bw_best = gbps(bytes, s.best);
-  std::printf("  %-30s %-14s %-8s %9.4f %9.4f %10.1f %10.1f", what, where, mem, s.median, s.best, bw_med, bw_best);
+  std::printf("  %-30s %-14s %-8s", what, where, mem);
+  tb::print_stats_columns(s, bytes);
   if (base) {
+    const double bw_med = gbps(bytes, s.median), bw_best = gbps(bytes, s.best);
     const double b_med = gbps(base_bytes, base->median), b_best = gbps(base_bytes, base->best);
     std::printf("  %6.3fx  %6.3fx", b_med > 0 ? bw_med / b_med : 0.0, b_best > 0 ? bw_best / b_best : 0.0);
   }
   std::printf("\n");
 }
-
-// -- the summary table ----------------------------------------------------------------------------
-
-struct Row {
-  std::string metric;
-  std::optional<double> value;  // nullopt: not measured
-  std::string unit;             // "x" or "us"
-  double target;
-  bool at_least;  // true: value >= target passes; false: value <= target passes
-  std::string target_text, note;
-};
 
 }  // namespace
 
@@ -294,38 +195,19 @@ int main(int argc, char** argv) {
   int errors = 0;
 
   try {
-    Runner run;
-    DeviceSet all = devices();
-    run.gpu = cuda_backend();
-#if !defined(__CUDACC__)
-    if (run.gpu) {
-      std::printf("note: this program was compiled without nvcc, so it cannot launch on GPUs; running on one host "
-                  "device instead (build with CUDA, or set TESSERA_BACKEND=host)\n");
-      run.gpu = false;
-      all = host_devices(1);
-    }
-#endif
-    run.spin_us = o.spin_us;
-    run.batch = o.batch;
-    const bool gpu = run.gpu;
-    const int G = static_cast<int>(all.size());
-    const DeviceSet one{all[0]};
+    const tb::platform p = tb::choose_platform();
+    const bool gpu = p.gpu;
+    const DeviceSet &all = p.all, &one = p.one;
+    const std::string &one_label = p.one_label, &all_label = p.all_label;
+    const int G = p.size();
+    tb::runner run{gpu, o.spin_us, o.warmup, o.reps, 0};
     if (o.log2n < 0) o.log2n = gpu ? 28 : 20;
     if (o.memory.empty()) o.memory = gpu ? "both" : "unified";
     const index_t n = index_t(1) << o.log2n;
     const char* kind = gpu ? "GPU" : "host device";
-    const std::string one_label = gpu ? "1 GPU" : "1 host dev";
-    const std::string all_label = std::to_string(G) + (gpu ? " GPUs" : " host devs");
 
     std::printf("Tessera elementwise benchmark\n");
-    if (gpu) {
-      std::printf("backend: CUDA, %d GPU(s):", G);
-    } else {
-      std::printf("backend: HOST DEVICES (no GPU in use: %s) -- host figures, small sizes; the DESIGN targets are for "
-                  "GPUs\n%d host device(s):",
-                  gpus().empty() ? "none visible" : "TESSERA_BACKEND=host", G);
-    }
-    for (auto d : all) std::printf(" %s", d.name().c_str());
+    tb::print_backend(p, "", "");
     std::printf("\n\n");
     std::fflush(stdout);
     print_topology(std::cout);
@@ -334,10 +216,7 @@ int main(int argc, char** argv) {
                 "%d back-to-back operations each, after %d warm-up samples; %s\n",
                 pow2(o.log2n).c_str(), static_cast<long long>(n), kind, double(n) * 4.0 / double(1 << 30), o.reps,
                 o.batch, o.warmup,
-                gpu ? ("CUDA events on Tessera's streams, each sample behind a " + std::to_string(int(o.spin_us)) +
-                       " us spin kernel")
-                          .c_str()
-                    : "host clock (host devices run synchronously)");
+                tb::timing_text(gpu, int(o.spin_us), "host clock (host devices run synchronously)").c_str());
 
     std::vector<memory> mems;
     if (o.memory == "unified" || o.memory == "both") mems.push_back(memory::unified);
@@ -349,10 +228,11 @@ int main(int argc, char** argv) {
     std::printf("\n(a) baseline: %s of %s float (%.3f GiB) on %s; bandwidth counts bytes read + written\n",
                 gpu ? "cudaMemcpyAsync device to device (cudaMalloc buffers)" : "std::memcpy host to host",
                 pow2(o.log2n).c_str(), double(copy_bytes) / double(1 << 30), all[0].name().c_str());
-    std::printf("  %-30s %-14s %-8s %9s %9s %10s %10s\n", "operation", "devices", "memory", "med ms", "best ms",
-                "med GB/s", "best GB/s");
+    std::printf("  %-30s %-14s %-8s", "operation", "devices", "memory");
+    tb::print_stats_headings();
+    std::printf("\n");
     try {
-      memcpy_stats = run.memcpy(all[0], copy_bytes, o.warmup, o.reps);
+      memcpy_stats = run.memcpy(all[0], copy_bytes, o.batch);
       print_stats_row(gpu ? "cudaMemcpy D2D" : "std::memcpy", one_label.c_str(), gpu ? "device" : "host",
                       *memcpy_stats, 2.0 * double(copy_bytes), nullptr, 0);
     } catch (const std::exception& e) {
@@ -366,8 +246,9 @@ int main(int argc, char** argv) {
     std::printf("\n(b) c = a + b  and  (c) c = sin(a) * b + 2 * a, %s float per %s; bandwidth counts 3 arrays x 4 "
                 "bytes x n;\n    'x memcpy' compares bandwidth (for all devices: per-device bandwidth) with (a)\n",
                 pow2(o.log2n).c_str(), kind);
-    std::printf("  %-30s %-14s %-8s %9s %9s %10s %10s  %7s  %7s\n", "expression", "devices", "memory", "med ms",
-                "best ms", "med GB/s", "best GB/s", "med", "best");
+    std::printf("  %-30s %-14s %-8s", "expression", "devices", "memory");
+    tb::print_stats_headings();
+    std::printf("  %7s  %7s\n", "med", "best");
     struct Result {
       memory mem;
       Elementwise one, all;
@@ -472,18 +353,14 @@ int main(int argc, char** argv) {
       }
     }
 
-    if (run.late > 0) {
-      std::printf("\nwarning: in %d timed sample(s) the GPU had finished the %d us spin before the host finished "
-                  "queuing the work, so they include host gaps; rerun with a larger --spin-us\n",
-                  run.late, int(o.spin_us));
-    }
+    tb::print_late_warning(run.late, int(o.spin_us));
 
     // The summary, on unified memory (the product default).
     const Result* uni = nullptr;
     for (auto& r : results)
       if (r.mem == memory::unified) uni = &r;
     if (!uni && !results.empty()) uni = &results.front();
-    std::vector<Row> rows;
+    std::vector<tb::summary_row> rows;
     auto ratio = [&](const Elementwise& e, const tb::stats Elementwise::*field) -> std::optional<double> {
       if (!e.valid || !e.correct || !base) return std::nullopt;
       return gbps(e.bytes, (e.*field).median) / gbps(base_bytes, base->median);
@@ -498,37 +375,26 @@ int main(int argc, char** argv) {
     const std::string scale_text =
         G == 4 ? ">= 3.85x" : ">= " + std::to_string(scale_target).substr(0, 4) + "x (3.85x on 4, prorated)";
     rows.push_back({"c = a + b vs memcpy, " + one_label + ", " + mem_label,
-                    uni ? ratio(uni->one, &Elementwise::add) : std::nullopt, "x", 1.03, true, ">= 1.03x", ""});
+                    uni ? ratio(uni->one, &Elementwise::add) : std::nullopt, 1.03, true, ">= 1.03x", ""});
     rows.push_back({"sin(a) * b + 2 * a vs memcpy, " + one_label + ", " + mem_label,
-                    uni ? ratio(uni->one, &Elementwise::sinx) : std::nullopt, "x", 1.00, true, ">= 1.00x", ""});
+                    uni ? ratio(uni->one, &Elementwise::sinx) : std::nullopt, 1.00, true, ">= 1.00x", ""});
     if (G > 1) {
-      rows.push_back({"c = a + b scaling, " + all_label + " / 1", scaling(&Elementwise::add), "x", scale_target, true,
+      rows.push_back({"c = a + b scaling, " + all_label + " / 1", scaling(&Elementwise::add), scale_target, true,
                       scale_text, ""});
-      rows.push_back({"sin(a) * b + 2 * a scaling, " + all_label + " / 1", scaling(&Elementwise::sinx), "x",
-                      scale_target, true, scale_text, ""});
+      rows.push_back({"sin(a) * b + 2 * a scaling, " + all_label + " / 1", scaling(&Elementwise::sinx), scale_target,
+                      true, scale_text, ""});
     } else {
-      rows.push_back({"scaling over GPUs", std::nullopt, "x", 3.85, true, ">= 3.85x on 4", "only 1 device"});
+      rows.push_back({"scaling over GPUs", std::nullopt, 3.85, true, ">= 3.85x on 4", "only 1 device"});
     }
-    rows.push_back({"host us per launch, c = a * b + 1, " + one_label, launch_one, "us", 5.0, false, "<= 5 us",
-                    bare_one ? "bare " + std::to_string(*bare_one).substr(0, 5) + " us" : ""});
+    rows.push_back({"host us per launch, c = a * b + 1, " + one_label, launch_one, 5.0, false, "<= 5 us",
+                    bare_one ? "bare " + std::to_string(*bare_one).substr(0, 5) + " us" : "", "us"});
     if (G > 1)
-      rows.push_back({"host us per shard launch, " + all_label, launch_all, "us", 5.0, false, "<= 5 us",
-                      bare_all ? "bare " + std::to_string(*bare_all).substr(0, 5) + " us" : ""});
+      rows.push_back({"host us per shard launch, " + all_label, launch_all, 5.0, false, "<= 5 us",
+                      bare_all ? "bare " + std::to_string(*bare_all).substr(0, 5) + " us" : "", "us"});
 
     std::printf("\n== summary: medians of %d, %s memory (the product default), %s float per %s ==\n", o.reps,
                 mem_label.c_str(), pow2(o.log2n).c_str(), kind);
-    if (!gpu) std::printf("   HOST run: the targets are GPU targets, shown for reference only\n");
-    std::printf("  %-52s %10s  %-34s %s\n", "metric", "measured", "target (DESIGN.md)", "result");
-    for (auto& r : rows) {
-      char value[32] = "--";
-      if (r.value) std::snprintf(value, sizeof value, r.unit == "x" ? "%.3fx" : "%.3f us", *r.value);
-      std::string result;
-      if (!r.value) result = r.note.empty() ? "not measured" : "n/a (" + r.note + ")";
-      else if (!gpu) result = "host (n/a)";
-      else result = (r.at_least ? *r.value >= r.target : *r.value <= r.target) ? "PASS" : "MISS";
-      if (r.value && !r.note.empty()) result += "  [" + r.note + "]";
-      std::printf("  %-52s %10s  %-34s %s\n", r.metric.c_str(), value, r.target_text.c_str(), result.c_str());
-    }
+    tb::print_summary(rows, gpu, 52, 10, 34);
     if (!reference_note.empty())
       std::printf("  plain-CUDA references vs memcpy on %s (not Tessera): %s\n", all[0].name().c_str(),
                   reference_note.c_str());

@@ -32,9 +32,9 @@
 #include <tessera/tessera.hpp>
 #include <tessera/collective.hpp>
 
-#include <backend/host/bench_support.hpp>
+#include <bench/support/program.hpp>
 #if defined(__CUDACC__)
-#include <backend/cuda/bench_reduce.cuh>
+#include <bench/support/reduce_support.cuh>
 #endif
 
 #include <algorithm>
@@ -50,6 +50,9 @@
 
 using namespace tessera;
 namespace tb = tessera::bench;
+using tb::fixed;
+using tb::gbps;
+using tb::pow2;
 
 namespace {
 
@@ -85,118 +88,27 @@ void usage(std::FILE* f) {
 
 std::optional<Options> parse(int argc, char** argv) {
   Options o;
-  const struct {
-    const char* name;
-    long long lo, hi;
-    long long* dst;
-  } ints[] = {{"--log2n", 4, 34, &o.log2n},   {"--log2m", 2, 17, &o.log2m},        {"--n5", 1, 1LL << 34, &o.n5},
-              {"--log2ar", 2, 34, &o.log2ar}, {"--reps", 1, 100000, &o.reps},      {"--warmup", 0, 100000, &o.warmup},
-              {"--batch", 1, 1000, &o.batch}, {"--calls", 1, 10000000, &o.calls}, {"--spin-us", 0, 1000000, &o.spin_us}};
-  for (int i = 1; i < argc; ++i) {
-    std::string arg = argv[i], value;
-    if (arg == "-h" || arg == "--help") {
-      usage(stdout);
-      std::exit(0);
-    }
-    if (const auto eq = arg.find('='); eq != std::string::npos) {
-      value = arg.substr(eq + 1);
-      arg = arg.substr(0, eq);
-    } else if (i + 1 < argc) {
-      value = argv[++i];
-    } else {
-      std::fprintf(stderr, "bench_reduce: %s needs a value\n", arg.c_str());
-      return std::nullopt;
-    }
-    bool known = false;
-    for (auto& opt : ints) {
-      if (arg != opt.name) continue;
-      char* end = nullptr;
-      const long long v = std::strtoll(value.c_str(), &end, 10);
-      if (value.empty() || *end != '\0' || v < opt.lo || v > opt.hi) {
-        std::fprintf(stderr, "bench_reduce: %s expects an integer in [%lld, %lld], got '%s'\n", opt.name, opt.lo,
-                     opt.hi, value.c_str());
-        return std::nullopt;
-      }
-      *opt.dst = v;
-      known = true;
-    }
-    if (known) continue;
-    if (arg == "--memory" && (value == "unified" || value == "device")) {
-      o.mem = value == "unified" ? memory::unified : memory::device;
-    } else if (arg == "--cases" && !value.empty() && value.find_first_not_of("123456") == std::string::npos) {
-      o.cases = value;
-    } else {
-      std::fprintf(stderr, "bench_reduce: unknown option or bad value: %s %s\n", arg.c_str(), value.c_str());
-      return std::nullopt;
-    }
-  }
+  const bool ok = tb::parse_options(
+      "bench_reduce", argc, argv, usage,
+      {{"--log2n", 4, 34, &o.log2n},   {"--log2m", 2, 17, &o.log2m},        {"--n5", 1, 1LL << 34, &o.n5},
+       {"--log2ar", 2, 34, &o.log2ar}, {"--reps", 1, 100000, &o.reps},      {"--warmup", 0, 100000, &o.warmup},
+       {"--batch", 1, 1000, &o.batch}, {"--calls", 1, 10000000, &o.calls}, {"--spin-us", 0, 1000000, &o.spin_us}},
+      [&](const std::string& arg, const std::string& value) {
+        if (arg == "--memory" && (value == "unified" || value == "device")) {
+          o.mem = value == "unified" ? memory::unified : memory::device;
+        } else if (arg == "--cases" && !value.empty() && value.find_first_not_of("123456") == std::string::npos) {
+          o.cases = value;
+        } else {
+          std::fprintf(stderr, "bench_reduce: unknown option or bad value: %s %s\n", arg.c_str(), value.c_str());
+          return false;
+        }
+        return true;
+      });
+  if (!ok) return std::nullopt;
   return o;
 }
 
-// -- timing: CUDA events on GPUs, the host clock on host devices --------------------------------
-
-struct Runner {
-  bool gpu = false;
-  double spin_us = 0;
-  int warmup = 0, reps = 1;
-  int late = 0;  // GPU samples whose spin ran out before the host had queued the work
-
-  // ms per call of `work`, `batch` calls back to back per sample. `between` runs after each
-  // sample, outside the timing: it frees what the sample allocated (freeing device memory waits
-  // for the GPU, so it must not happen while a spin kernel holds the stream). `count_late`: false
-  // for work that waits for its result on the host, where the spin always runs out by design.
-  tb::stats time(const DeviceSet& devs, int batch, const std::function<void()>& work,
-                 const std::function<void()>& between = [] {}, bool count_late = true) {
-    auto batched = [&] {
-      for (int k = 0; k < batch; ++k) work();
-    };
-    for (int i = 0; i < warmup; ++i) {
-      batched();
-      between();
-    }
-    for (auto d : devs) synchronize(d);
-    std::vector<double> ms;
-#if defined(__CUDACC__)
-    if (gpu) {
-      tb::cuda::event_timer timer(devs, spin_us);
-      for (int i = 0; i < reps; ++i) {
-        timer.start();
-        batched();
-        ms.push_back(timer.stop() / batch);
-        between();
-      }
-      if (count_late) late += timer.late();
-    }
-#endif
-    if (!gpu) {
-      for (int i = 0; i < reps; ++i) {
-        const double t0 = tb::host_seconds();
-        batched();
-        for (auto d : devs) synchronize(d);
-        ms.push_back((tb::host_seconds() - t0) * 1e3 / batch);
-        between();
-      }
-    }
-    return tb::summarize(std::move(ms));
-  }
-
-  // A call that returns a host scalar: one per sample.
-  tb::stats time_sync(const DeviceSet& devs, const std::function<void()>& work) {
-    return time(devs, 1, work, [] {}, false);
-  }
-
-  tb::stats memcpy(Device d, std::size_t bytes, int batch) {
-#if defined(__CUDACC__)
-    if (gpu) {
-      int l = 0;
-      auto ms = tb::cuda::memcpy_ms(d, bytes, warmup, reps, batch, spin_us, &l);
-      late += l;
-      return tb::summarize(std::move(ms));
-    }
-#endif
-    return tb::summarize(tb::host::memcpy_ms(d, bytes, warmup, reps, batch));
-  }
-};
+// -- host wall time ------------------------------------------------------------------------------
 
 // Host wall time per call in microseconds, the clock around each call (which waits for its
 // result), after `warmup` untimed calls.
@@ -213,37 +125,19 @@ tb::stats wall_us(int warmup, int calls, F&& call) {
   return tb::summarize(std::move(us));
 }
 
-double gbps(double bytes, double ms) { return ms > 0 ? bytes / (ms * 1e-3) / 1e9 : 0.0; }
-std::string pow2(long long k) { return "2^" + std::to_string(k); }
-std::string fixed(double v, int digits = 3) {
-  char b[32];
-  std::snprintf(b, sizeof b, "%.*f", digits, v);
-  return b;
-}
-
 // |got - want| within `sd` standard deviations of the data's randomness plus float rounding.
 bool agrees(double got, double want, double sd = 0) {
   return std::fabs(got - want) <= 6.0 * sd + 1e-4 * std::fabs(want) + 1e-6;
 }
 
-// -- the summary ----------------------------------------------------------------------------------
+// -- the measurements -----------------------------------------------------------------------------
 
-struct Row {
-  std::string metric;
-  std::optional<double> value;  // nullopt: not measured
-  double target;
-  bool at_least;  // true: value >= target passes; false: value <= target passes
-  std::string target_text, note;
-};
-
-struct Bench {
+// The devices (tb::platform: gpu, all, one and their labels) and what the cases share.
+struct Bench : tb::platform {
   Options o;
-  Runner run;
-  bool gpu = false;
-  DeviceSet all, one;
+  tb::runner run;
   int errors = 0;
-  std::vector<Row> rows;
-  std::string one_label, all_label;
+  std::vector<tb::summary_row> rows;
 
   void wrong(const std::string& what, double got, double want) {
     ++errors;
@@ -261,11 +155,14 @@ struct Bench {
     }
   }
   void row(const char* what, const char* where, const tb::stats& s, double bytes, const std::string& extra = "") {
-    std::printf("  %-44s %-12s %9.4f %9.4f %10.1f %10.1f  %s\n", what, where, s.median, s.best, gbps(bytes, s.median),
-                gbps(bytes, s.best), extra.c_str());
+    std::printf("  %-44s %-12s", what, where);
+    tb::print_stats_columns(s, bytes);
+    std::printf("  %s\n", extra.c_str());
   }
   void header(const char* first) {
-    std::printf("  %-44s %-12s %9s %9s %10s %10s\n", first, "devices", "med ms", "best ms", "med GB/s", "best GB/s");
+    std::printf("  %-44s %-12s", first, "devices");
+    tb::print_stats_headings();
+    std::printf("\n");
   }
 
   // (1) and (2): full reductions to a host scalar, against plain CUB on the same buffer.
@@ -373,7 +270,7 @@ struct Bench {
         [&] {
           Array<float, 3> t = abs(x) * x;
           keep.push_back(sum(t, dims(2)));
-          temps.push_back(std::move(t));  // freed after the sample (see Runner::time)
+          temps.push_back(std::move(t));  // freed after the sample (see tb::runner::time)
         },
         [&] {
           keep.clear();
@@ -538,44 +435,21 @@ int main(int argc, char** argv) {
   b.o = *parsed;
   Options& o = b.o;
   try {
-    b.all = devices();
-    b.gpu = cuda_backend();
-#if !defined(__CUDACC__)
-    if (b.gpu) {
-      std::printf("note: this program was compiled without nvcc, so it cannot launch on GPUs; running on one host "
-                  "device instead (build with CUDA, or set TESSERA_BACKEND=host)\n");
-      b.gpu = false;
-      b.all = host_devices(1);
-    }
-#endif
+    static_cast<tb::platform&>(b) = tb::choose_platform();  // the devices, `gpu` and the labels
     const bool gpu = b.gpu;
-    b.one = DeviceSet{b.all[0]};
-    const int G = static_cast<int>(b.all.size());
     if (o.log2n < 0) o.log2n = gpu ? 28 : 20;
     if (o.log2m < 0) o.log2m = gpu ? 14 : 10;
     if (o.n5 < 0) o.n5 = gpu ? 30'000'000 : 1'000'000;
     if (o.log2ar < 0) o.log2ar = gpu ? 28 : 20;
     if (o.calls < 0) o.calls = gpu ? 1000 : 200;
-    b.run = Runner{gpu, double(o.spin_us), static_cast<int>(o.warmup), static_cast<int>(o.reps), 0};
-    b.one_label = gpu ? "1 GPU" : "1 host dev";
-    b.all_label = G == 1 ? b.one_label : std::to_string(G) + (gpu ? " GPUs" : " host devs");
+    b.run = tb::runner{gpu, double(o.spin_us), static_cast<int>(o.warmup), static_cast<int>(o.reps), 0};
 
     std::printf("Tessera reduction benchmark\n");
-    if (gpu) {
-      std::printf("backend: CUDA, %d GPU(s):", G);
-    } else {
-      std::printf("backend: HOST DEVICES (no GPU in use: %s) -- host figures, small sizes, no CUDA baselines; the "
-                  "DESIGN targets are for GPUs\n%d host device(s) (TESSERA_HOST_DEVICES):",
-                  gpus().empty() ? "none visible" : "TESSERA_BACKEND=host", G);
-    }
-    for (auto d : b.all) std::printf(" %s", d.name().c_str());
+    tb::print_backend(b, ", no CUDA baselines", " (TESSERA_HOST_DEVICES)");
     std::printf("\nmemory of Tessera's arrays: %s; %lld samples (median and best) after %lld warm-up samples, %lld "
                 "back-to-back operations per sample for work that stays on the device; %s\n",
                 o.mem == memory::unified ? "unified" : "device", o.reps, o.warmup, o.batch,
-                gpu ? ("CUDA events on Tessera's streams, each sample behind a " + std::to_string(o.spin_us) +
-                       " us spin kernel")
-                          .c_str()
-                    : "host clock");
+                tb::timing_text(gpu, o.spin_us, "host clock").c_str());
 
     auto wants = [&](char c) { return o.cases.find(c) != std::string::npos; };
     if (wants('1') || wants('2')) b.guarded("(1)/(2) full reductions", [&] { b.full(); });
@@ -584,22 +458,9 @@ int main(int argc, char** argv) {
     if (wants('5')) b.guarded("(5) sum to host", [&] { b.host_result(); });
     if (wants('6')) b.guarded("(6) allreduce", [&] { b.allreduce_case(); });
 
-    if (b.run.late > 0) {
-      std::printf("\nwarning: in %d timed sample(s) the GPU had finished the %lld us spin before the host finished "
-                  "queuing the work, so they include host gaps; rerun with a larger --spin-us\n",
-                  b.run.late, o.spin_us);
-    }
+    tb::print_late_warning(b.run.late, o.spin_us);
     std::printf("\n== summary: medians, %s memory ==\n", o.mem == memory::unified ? "unified" : "device");
-    if (!gpu) std::printf("   HOST run: the targets are GPU targets, shown for reference only\n");
-    std::printf("  %-62s %9s  %-28s %s\n", "metric", "measured", "target (DESIGN.md)", "result");
-    for (auto& r : b.rows) {
-      std::string value = r.value ? fixed(*r.value) + "x" : "--", result;
-      if (!r.value) result = r.note.empty() ? "not measured" : "n/a (" + r.note + ")";
-      else if (!gpu) result = "host (n/a)";
-      else result = (r.at_least ? *r.value >= r.target : *r.value <= r.target) ? "PASS" : "MISS";
-      if (r.value && !r.note.empty()) result += "  [" + r.note + "]";
-      std::printf("  %-62s %9s  %-28s %s\n", r.metric.c_str(), value.c_str(), r.target_text.c_str(), result.c_str());
-    }
+    tb::print_summary(b.rows, gpu, 62, 9, 28);
     if (b.errors) std::printf("\n%d error(s) above: the affected rows are not measured\n", b.errors);
   } catch (const std::exception& e) {
     std::printf("bench_reduce: error: %s\n", e.what());

@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: Apache-2.0
 // Plain-CUDA baselines of bench/reduce.cpp: every cub*, cuda* and nccl* call that benchmark
-// needs lives here, so that bench/ holds none. Include only from translation units compiled by
-// nvcc (guard the #include with #if defined(__CUDACC__)).
+// needs lives here, so that the program holds none. Include only from translation units compiled
+// by nvcc (guard the #include with #if defined(__CUDACC__)).
 //
 //  * cub_sum: plain cub::DeviceReduce::Sum of one slice of floats on one GPU, with its temporary
 //    storage allocated once, outside any timing.
@@ -13,15 +13,15 @@
 //  * nccl_comms / nccl_allreduce_ms: communicators from ncclCommInitAll, and raw in-place
 //    ncclAllReduce timed with CUDA events.
 //
-// Everything runs on Tessera's per-device streams (the event timer of bench_support.cuh times
+// Everything runs on Tessera's per-device streams (the event timer of cuda_support.cuh times
 // those), on data the caller passes by pointer: the baselines read the very buffers Tessera
 // reads. Every call is checked; a failure throws backend_error naming the call and the device.
 // Allocations check the device's free memory first and throw out_of_memory when they do not fit.
 #pragma once
 #if !defined(__CUDACC__)
-#error "backend/cuda/bench_reduce.cuh needs nvcc; guard its #include with #if defined(__CUDACC__)"
+#error "bench/support/reduce_support.cuh needs nvcc; guard its #include with #if defined(__CUDACC__)"
 #endif
-#include <backend/cuda/bench_support.cuh>
+#include <bench/support/cuda_support.cuh>
 
 #include <cub/device/device_reduce.cuh>
 #include <cuda_runtime.h>

@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: Apache-2.0
 // Benchmark support for host devices, and the statistics shared with the CUDA variant
-// (backend/cuda/bench_support.cuh). Host devices run their work synchronously on the calling
+// (bench/support/cuda_support.cuh). Host devices run their work synchronously on the calling
 // thread, so the host clock around a call is the time of the work itself.
 #pragma once
 #include <backend/runtime/runtime.hpp>
@@ -33,6 +33,11 @@ inline stats summarize(std::vector<double> v) {
   return s;
 }
 
+// The default `between` of the timing loops: nothing to do between samples.
+struct no_op {
+  void operator()() const {}
+};
+
 // Seconds on the host's monotonic clock.
 inline double host_seconds() {
   return std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch()).count();
@@ -41,10 +46,14 @@ inline double host_seconds() {
 namespace host {
 
 // Milliseconds of `work()` per call: `warmup` untimed calls, then `reps` timed ones. The
-// synchronize() keeps the timing honest should `devs` ever hold queued work.
-template <class F>
-std::vector<double> time_ms(const DeviceSet& devs, int warmup, int reps, F&& work) {
-  for (int i = 0; i < warmup; ++i) work();
+// synchronize() keeps the timing honest should `devs` ever hold queued work. `between` runs
+// after every call, warm-up ones included, outside the timing.
+template <class F, class B = no_op>
+std::vector<double> time_ms(const DeviceSet& devs, int warmup, int reps, F&& work, B&& between = B{}) {
+  for (int i = 0; i < warmup; ++i) {
+    work();
+    between();
+  }
   for (auto d : devs) synchronize(d);
   std::vector<double> ms;
   ms.reserve(static_cast<std::size_t>(reps));
@@ -53,6 +62,7 @@ std::vector<double> time_ms(const DeviceSet& devs, int warmup, int reps, F&& wor
     work();
     for (auto d : devs) synchronize(d);
     ms.push_back((host_seconds() - t0) * 1e3);
+    between();
   }
   return ms;
 }

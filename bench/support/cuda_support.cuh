@@ -1,9 +1,9 @@
 // SPDX-License-Identifier: Apache-2.0
 // Benchmark support on GPUs: every CUDA runtime call a benchmark needs lives here, so that
-// bench/ holds none. Include only from translation units compiled by nvcc:
+// the programs in bench/ hold none. Include only from translation units compiled by nvcc:
 //
 //   #if defined(__CUDACC__)
-//   #include <backend/cuda/bench_support.cuh>
+//   #include <bench/support/cuda_support.cuh>
 //   #endif
 //
 //  * event_timer / time_ms: CUDA-event timing of work queued on Tessera's per-device streams,
@@ -18,9 +18,9 @@
 // directly, so the runtime's cached current device stays right.
 #pragma once
 #if !defined(__CUDACC__)
-#error "backend/cuda/bench_support.cuh needs nvcc; guard its #include with #if defined(__CUDACC__)"
+#error "bench/support/cuda_support.cuh needs nvcc; guard its #include with #if defined(__CUDACC__)"
 #endif
-#include <backend/host/bench_support.hpp>
+#include <bench/support/bench_support.hpp>
 #include <backend/runtime/runtime.hpp>
 #include <tessera/device.hpp>
 #include <tessera/error.hpp>
@@ -149,10 +149,15 @@ class event_timer {
 
 // Milliseconds of `work()` per call, measured with an event_timer over `devs`: `warmup`
 // untimed calls, then `reps` timed ones. `late`, when given, receives event_timer::late().
-template <class F>
+// `between` runs after every call, warm-up ones included, outside the timing (after the stop
+// event has completed, so that it may free device memory).
+template <class F, class B = no_op>
 std::vector<double> time_ms(const DeviceSet& devs, int warmup, int reps, F&& work, double spin_us,
-                            int* late = nullptr) {
-  for (int i = 0; i < warmup; ++i) work();
+                            int* late = nullptr, B&& between = B{}) {
+  for (int i = 0; i < warmup; ++i) {
+    work();
+    between();
+  }
   for (auto d : devs) synchronize(d);
   event_timer timer(devs, spin_us);
   std::vector<double> ms;
@@ -161,6 +166,7 @@ std::vector<double> time_ms(const DeviceSet& devs, int warmup, int reps, F&& wor
     timer.start();
     work();
     ms.push_back(timer.stop());
+    between();
   }
   if (late) *late = timer.late();
   return ms;
