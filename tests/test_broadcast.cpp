@@ -12,31 +12,22 @@
 #include <algorithm>
 #include <functional>
 #include <optional>
-#include <span>
 #include <string>
 #include <vector>
 
 using namespace tessera;
 using tessera_test::check_all_close;
+using tessera_test::check_mentions;
 using tessera_test::device_sets;
+using tessera_test::Dims;
+using tessera_test::dims_string;
+using tessera_test::expect_error;
 using tessera_test::random_values;
 using tessera_test::set_name;
+using tessera_test::to_shape;
+using tessera_test::volume;
 
 namespace {
-
-using Dims = std::vector<index_t>;
-
-std::string dims_string(const Dims& d) {
-  std::string s = "{";
-  for (std::size_t k = 0; k < d.size(); ++k) s += (k ? "," : "") + std::to_string(d[k]);
-  return s + "}";
-}
-
-index_t volume(const Dims& d) {
-  index_t v = 1;
-  for (auto x : d) v *= x;
-  return v;
-}
 
 // A host array: a column-major shape and fresh random values.
 struct Host {
@@ -88,21 +79,13 @@ std::vector<double> ref_binary(const Host& a, const Host& b, const Dims& out,
 }
 
 template <int N>
-Shape<N> to_shape(const Dims& d) {
-  REQUIRE(d.size() == static_cast<std::size_t>(N));
-  Shape<N> s{};
-  for (int k = 0; k < N; ++k) s[k] = d[static_cast<std::size_t>(k)];
-  return s;
-}
-
-template <int N>
 Dims to_dims(const Shape<N>& s) {
   return Dims(s.begin(), s.end());
 }
 
 template <int N>
 Array<float, N> make(const Host& h, const Placement& p) {
-  return from_host<float, static_cast<std::size_t>(N)>(std::span<const float>(h.v), to_shape<N>(h.shape), p);
+  return tessera_test::make<N>(h.v, h.shape, p);
 }
 
 // Broadcasting assignment `dst = expr` into an existing Array.
@@ -121,25 +104,6 @@ void set(Array<T, N>& dst, E&& e) {
   } else {
     assign(dst, std::forward<E>(e));
   }
-}
-
-// Runs f, expects exception Ex, returns its message (empty after a recorded failure).
-template <class Ex, class F>
-std::string expect_error(F&& f) {
-  try {
-    f();
-  } catch (const Ex& e) {
-    return e.what();
-  } catch (const std::exception& e) {
-    FAIL_CHECK("wrong exception type, message: " << e.what());
-    return {};
-  }
-  FAIL_CHECK("no exception thrown");
-  return {};
-}
-
-void check_mentions(const std::string& msg, const std::vector<std::string>& parts) {
-  for (auto& p : parts) CHECK_MESSAGE(msg.find(p) != std::string::npos, "message \"" << msg << "\" lacks \"" << p << "\"");
 }
 
 // Checks a - 2*b against the reference: through eval (the result takes the operands'

@@ -26,6 +26,16 @@ namespace {
 
 const std::vector<reduce_op> all_ops{reduce_op::sum, reduce_op::prod, reduce_op::max, reduce_op::min};
 
+// Calls f.template operator()<T>() for every element type: bool, int32, int64, float, double.
+template <class F>
+void for_each_type(F&& f) {
+  f.template operator()<bool>();
+  f.template operator()<std::int32_t>();
+  f.template operator()<std::int64_t>();
+  f.template operator()<float>();
+  f.template operator()<double>();
+}
+
 const char* op_name(reduce_op o) {
   switch (o) {
     case reduce_op::sum: return "sum";
@@ -204,13 +214,7 @@ TEST_CASE("allreduce: every op and element type, against plain loops") {
         allreduce_case<std::int64_t>(ds, len, reduce_op::max);
         continue;
       }
-      for (reduce_op o : all_ops) {
-        allreduce_case<bool>(ds, len, o);
-        allreduce_case<std::int32_t>(ds, len, o);
-        allreduce_case<std::int64_t>(ds, len, o);
-        allreduce_case<float>(ds, len, o);
-        allreduce_case<double>(ds, len, o);
-      }
+      for (reduce_op o : all_ops) for_each_type([&]<class T>() { allreduce_case<T>(ds, len, o); });
     }
   }
 }
@@ -322,13 +326,7 @@ TEST_CASE("reduce_scatter: every op and element type, against plain loops") {
         reduce_scatter_case<std::int32_t>(ds, len, reduce_op::min);
         continue;
       }
-      for (reduce_op o : all_ops) {
-        reduce_scatter_case<bool>(ds, len, o);
-        reduce_scatter_case<std::int32_t>(ds, len, o);
-        reduce_scatter_case<std::int64_t>(ds, len, o);
-        reduce_scatter_case<float>(ds, len, o);
-        reduce_scatter_case<double>(ds, len, o);
-      }
+      for (reduce_op o : all_ops) for_each_type([&]<class T>() { reduce_scatter_case<T>(ds, len, o); });
     }
   }
 }

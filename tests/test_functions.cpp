@@ -37,8 +37,6 @@ struct clamp_scale {
 
 namespace {
 
-using i32 = std::int32_t;
-using i64 = std::int64_t;
 constexpr double inf = std::numeric_limits<double>::infinity();
 constexpr double nan_v = std::numeric_limits<double>::quiet_NaN();
 
@@ -53,31 +51,9 @@ constexpr double fn_atol() {
   return std::is_same_v<T, float> ? 1e-37 : std::is_same_v<T, double> ? 1e-300 : 0.0;
 }
 
-// Evaluates `e`, checks its element type at compile time and its values against `want`.
-template <class Want, class E, class R>
-void expect(const char* what, E&& e, const std::vector<R>& want, double rtol = fn_rtol<Want>(),
-            double atol = fn_atol<Want>()) {
-  auto r = eval(std::forward<E>(e));
-  static_assert(std::is_same_v<typename decltype(r)::value_type, Want>, "unexpected result element type");
-  check_values(to_host(r), want, rtol, atol, what);
-}
-#define EXPECT_EXPR(Want, expr, want) expect<Want>(#expr, expr, want)
-#define EXPECT_EXPR_TOL(Want, expr, want, rtol, atol) expect<Want>(#expr, expr, want, rtol, atol)
-
-// Plain-loop references through function pointers (one loop per signature, not per function).
-template <class R, class A, class FA>
-[[gnu::noipa]] std::vector<R> map1(const std::vector<A>& a, R (*f)(FA)) {
-  std::vector<R> out(a.size());
-  for (std::size_t i = 0; i < a.size(); ++i) out[i] = f(static_cast<FA>(static_cast<A>(a[i])));
-  return out;
-}
-template <class R, class A, class B, class FA, class FB>
-[[gnu::noipa]] std::vector<R> map2(const std::vector<A>& a, const std::vector<B>& b, R (*f)(FA, FB)) {
-  std::vector<R> out(a.size());
-  for (std::size_t i = 0; i < a.size(); ++i)
-    out[i] = f(static_cast<FA>(static_cast<A>(a[i])), static_cast<FB>(static_cast<B>(b[i])));
-  return out;
-}
+// EXPECT_EXPR checks an expression's element type and values (test_support.hpp) with the
+// tolerances above; the plain-loop references are map1 and map2 there.
+#define EXPECT_EXPR(Want, expr, want) EXPECT_EXPR_TOL(Want, expr, want, fn_rtol<Want>(), fn_atol<Want>())
 
 template <class T>
 std::vector<T> uniform(std::size_t n, double lo, double hi) {
@@ -490,8 +466,6 @@ TEST_CASE("broadcast with a user functor, a capture-less TS_HD lambda, a generic
 }
 
 // -- result element types -------------------------------------------------------------------------
-#define RESULT_IS(expr, T) static_assert(std::is_same_v<decltype(eval(expr))::value_type, T>, #expr " gives " #T)
-
 TEST_CASE("function result element types") {
   Array<bool, 1> m;
   Array<i32, 1> i;

@@ -4,48 +4,29 @@
 // when the extent is smaller than the device count) checked through a.layout().parts and through
 // the data each part holds; operations between operands with compatible placements (same
 // placement, replicated full-shape operands, replicated size-1 operands along the shard
-// dimension, single-device operands on the destination's device); every placement_mismatch
-// (different shard dimensions, device sets or block boundaries, a sharded operand read by a
-// replicated destination, a sharded size-1 operand) with a message that names the operand and
-// the fix, leaving every array intact; and the placement a default-constructed Array takes.
+// dimension, single-device operands on the destination's device); and the placement a
+// default-constructed Array takes. Every placement_mismatch: test_placement_mismatch.cpp.
 #include "test_support.hpp"
 
 #include <algorithm>
-#include <span>
 #include <string>
+#include <tuple>
+#include <utility>
 #include <vector>
 
 using namespace tessera;
 using tessera_test::check_all_close;
 using tessera_test::cuda_variant;
 using tessera_test::device_sets;
-using tessera_test::multi_device_sets;
-using tessera_test::random_values;
+using tessera_test::Dims;
+using tessera_test::dims_string;
+using tessera_test::fresh;
+using tessera_test::make;
+using tessera_test::part_data;
 using tessera_test::set_name;
+using tessera_test::to_shape;
 
 namespace {
-
-using Dims = std::vector<index_t>;
-
-std::string dims_string(const Dims& d) {
-  std::string s = "{";
-  for (std::size_t k = 0; k < d.size(); ++k) s += (k ? "," : "") + std::to_string(d[k]);
-  return s + "}";
-}
-
-index_t volume(const Dims& d) {
-  index_t v = 1;
-  for (auto x : d) v *= x;
-  return v;
-}
-
-template <int N>
-Shape<N> to_shape(const Dims& d) {
-  REQUIRE(d.size() == static_cast<std::size_t>(N));
-  Shape<N> s{};
-  for (int k = 0; k < N; ++k) s[k] = d[static_cast<std::size_t>(k)];
-  return s;
-}
 
 // The device sets whose layouts are checked: 1 to 8 host devices in the host variant, the GPU
 // sets in the CUDA variant.
@@ -55,15 +36,6 @@ std::vector<DeviceSet> layout_sets() {
   for (int k = 1; k <= 8; ++k) out.push_back(host_devices(k));
   return out;
 }
-
-DeviceSet prefix(const DeviceSet& ds, std::size_t n) { return DeviceSet(ds.begin(), ds.begin() + static_cast<long>(n)); }
-
-template <int N>
-Array<float, N> make(const std::vector<float>& v, const Dims& shape, const Placement& p) {
-  return from_host<float, static_cast<std::size_t>(N)>(std::span<const float>(v), to_shape<N>(shape), p);
-}
-
-std::vector<float> fresh(const Dims& shape) { return random_values<float>(static_cast<std::size_t>(volume(shape))); }
 
 // The column-major linear index of `idx` in `shape`.
 template <int N>
@@ -107,19 +79,6 @@ void check_parts_hold(const Array<float, N>& a, const std::vector<float>& global
       }
     }
   }
-}
-
-// A copy of every part's data (every replica, every shard), to show that an error left it intact.
-template <int N>
-std::vector<std::vector<float>> snapshot(const Array<float, N>& a) {
-  std::vector<std::vector<float>> out;
-  const auto& l = a.layout();
-  for (int i = 0; i < static_cast<int>(l.parts.size()); ++i) {
-    const auto n = static_cast<std::size_t>(detail::volume<N>(l.parts[static_cast<std::size_t>(i)].extent));
-    const float* h = n ? a.host_data(i) : nullptr;
-    out.emplace_back(h, h + n);
-  }
-  return out;
 }
 
 // Shard d of `shape` over `ds`: one part per device in order, each full along every other
@@ -363,12 +322,12 @@ void check_same_placement(const Dims& shape, const Placement& p) {
   check_same_geometry<N>(e, a);
   check_all_close(to_host(e), want);
   Array<float, N> c(to_shape<N>(shape), p);
-  const auto before = snapshot<N>(b);
+  const auto before = part_data(b);
   assign(c, a * b + a, seq);
   check_all_close(to_host(c), want);
   check_parts_hold<N>(c, to_host(c));  // every replica holds what the first one holds
   CHECK(to_host(a) == va);
-  CHECK(snapshot<N>(b) == before);
+  CHECK(part_data(b) == before);
 }
 
 }  // namespace
@@ -538,218 +497,5 @@ TEST_CASE("placement: a default-constructed Array takes the expression's placeme
     z = make<1>(vz, {3}, replicate(ds)) * 2.f;
     check_replicated_layout<1>(z, ds, {3});
     check_parts_hold<1>(z, {vz[0] * 2.f, vz[1] * 2.f, vz[2] * 2.f});
-  }
-}
-
-// -- placement_mismatch ---------------------------------------------------------------------------
-
-namespace {
-
-// Runs f, expects placement_mismatch whose message mentions every string of `parts` (the operand,
-// its placement, the destination and the fix); returns the message.
-template <class F>
-std::string expect_mismatch(F&& f, const std::vector<std::string>& parts) {
-  std::string msg;
-  try {
-    f();
-    FAIL_CHECK("no placement_mismatch thrown");
-    return {};
-  } catch (const placement_mismatch& e) {
-    msg = e.what();
-  } catch (const std::exception& e) {
-    FAIL_CHECK("wrong exception, message: " << e.what());
-    return {};
-  }
-  for (auto& p : parts) CHECK_MESSAGE(msg.find(p) != std::string::npos, "message \"" << msg << "\" lacks \"" << p << "\"");
-  return msg;
-}
-
-const std::vector<std::string> fix_words = {"tessera::placement_mismatch", "Fix:", "replicate()"};
-
-std::vector<std::string> with_fix(std::vector<std::string> v) {
-  v.insert(v.end(), fix_words.begin(), fix_words.end());
-  return v;
-}
-
-// dst = a + b must throw placement_mismatch naming operand #bad (1 or 2) and leave dst, a and b
-// exactly as they were (every part, every replica). So must eval(a + b) and the assignment to a
-// default-constructed array, which then still has no storage.
-void check_mismatch(Array<float, 2>& dst, const Array<float, 2>& a, const Array<float, 2>& b, int bad,
-                    const std::vector<std::string>& extra, bool eval_throws = true) {
-  const auto sd = snapshot<2>(dst), sa = snapshot<2>(a), sb = snapshot<2>(b);
-  std::vector<std::string> parts = with_fix(extra);
-  parts.push_back("operand #" + std::to_string(bad));
-  expect_mismatch([&] { dst(_, _) = a + b; }, parts);
-  CHECK(snapshot<2>(dst) == sd);
-  expect_mismatch([&] { assign(dst, a + b, seq); }, parts);
-  CHECK(snapshot<2>(dst) == sd);
-  if (eval_throws) {
-    expect_mismatch([&] { (void)eval(a + b); }, with_fix({}));
-    Array<float, 2> fresh_dst;
-    expect_mismatch([&] { fresh_dst = a + b; }, with_fix({}));
-    CHECK_FALSE(fresh_dst.has_storage());
-  }
-  CHECK(snapshot<2>(a) == sa);
-  CHECK(snapshot<2>(b) == sb);
-  // The library keeps working after the error.
-  dst(_, _) = 1.f;
-  const auto h = to_host(dst);
-  CHECK(std::all_of(h.begin(), h.end(), [](float x) { return x == 1.f; }));
-}
-
-}  // namespace
-
-TEST_CASE("placement_mismatch: different shard dimensions") {
-  for (const auto& ds : multi_device_sets()) {
-    CAPTURE(set_name(ds));
-    const auto k = static_cast<index_t>(ds.size());
-    const Dims s{2 * k + 1, 3 * k + 2};
-    auto a = make<2>(fresh(s), s, shard(0, ds));
-    auto b = make<2>(fresh(s), s, shard(1, ds));
-    auto c = make<2>(fresh(s), s, shard(0, ds));
-    check_mismatch(c, a, b, 2, {"sharded along dim 1", "sharded along dim 0"});
-    auto c1 = make<2>(fresh(s), s, shard(1, ds));
-    check_mismatch(c1, a, b, 1, {"sharded along dim 0", "sharded along dim 1"});
-    // Compound assignment: c (operand #1) is fine, b (#2) is not.
-    const auto sc = snapshot<2>(c);
-    expect_mismatch([&] { c += b; }, with_fix({"operand #2"}));
-    CHECK(snapshot<2>(c) == sc);
-    // A rank-1 vector sharded along dim 0 cannot serve a matrix sharded along dim 1.
-    const auto v = make<1>(fresh({s[0]}), {s[0]}, shard(0, ds));
-    expect_mismatch([&] { c1(_, _) = c1 + v; }, with_fix({"operand #2", "-element"}));
-    CHECK(snapshot<2>(c) == sc);
-  }
-}
-
-TEST_CASE("placement_mismatch: different device sets") {
-  for (const auto& ds : multi_device_sets()) {
-    CAPTURE(set_name(ds));
-    const auto k = static_cast<index_t>(ds.size());
-    const Dims s{3, 2 * k + 1};
-    DeviceSet rev(ds.rbegin(), ds.rend());
-    auto a = make<2>(fresh(s), s, shard(1, ds));
-    auto b = make<2>(fresh(s), s, shard(1, rev));  // same blocks, devices in the other order
-    auto c = make<2>(fresh(s), s, shard(1, ds));
-    check_mismatch(c, a, b, 2, {"operand #2", ds[0].name(), ds[1].name()});
-    // The whole operand on one device of the set.
-    auto o = make<2>(fresh(s), s, on(ds[1]));
-    check_mismatch(c, a, o, 2, {"on " + ds[1].name()}, /*eval_throws=*/true);
-    // Replicated over a smaller set than the destination's.
-    auto r = make<2>(fresh(s), s, replicate(prefix(ds, ds.size() - 1)));
-    check_mismatch(c, a, r, 2, {"replicated over"});
-    // Disjoint halves.
-    if (ds.size() >= 4) {
-      const DeviceSet lo = prefix(ds, ds.size() / 2), hi(ds.begin() + static_cast<long>(ds.size() / 2), ds.end());
-      auto x = make<2>(fresh(s), s, shard(1, lo));
-      auto y = make<2>(fresh(s), s, shard(1, hi));
-      auto cx = make<2>(fresh(s), s, shard(1, lo));
-      check_mismatch(cx, x, y, 2, {});
-    }
-  }
-  // A destination on one device and an operand on another (a GPU and a host device in the CUDA
-  // variant: this also runs with a single GPU).
-  for (const auto& ds : device_sets()) {
-    CAPTURE(set_name(ds));
-    const Device other = ds[0].is_host() ? host_devices(2)[1] : host_devices(1)[0];
-    const Dims s{4, 5};
-    auto a = make<2>(fresh(s), s, on(ds[0]));
-    auto b = make<2>(fresh(s), s, on(other));
-    auto c = make<2>(fresh(s), s, on(ds[0]));
-    check_mismatch(c, a, b, 2, {"on " + other.name(), ds[0].name()});
-  }
-}
-
-TEST_CASE("placement_mismatch: different block boundaries") {
-  // shard(0) over 2 versus 3 host devices: the blocks of 9 rows are [0,5) [5,9) and
-  // [0,3) [3,6) [6,9). Always available, whatever the backend.
-  {
-    const Dims s{9, 4};
-    auto a2 = make<2>(fresh(s), s, shard(0, host_devices(2)));
-    auto a3 = make<2>(fresh(s), s, shard(0, host_devices(3)));
-    auto c2 = make<2>(fresh(s), s, shard(0, host_devices(2)));
-    auto c3 = make<2>(fresh(s), s, shard(0, host_devices(3)));
-    check_mismatch(c2, a2, a3, 2, {"[0,3)", "[3,6)", "[6,9)"});
-    check_mismatch(c3, a3, a2, 2, {"[0,5)", "[5,9)"});
-  }
-  for (const auto& ds : multi_device_sets()) {
-    CAPTURE(set_name(ds));
-    if (ds.size() >= 3) {
-      const Dims s{5, 7};
-      auto a2 = make<2>(fresh(s), s, shard(1, prefix(ds, 2)));
-      auto a3 = make<2>(fresh(s), s, shard(1, prefix(ds, 3)));
-      auto c3 = make<2>(fresh(s), s, shard(1, prefix(ds, 3)));
-      check_mismatch(c3, a3, a2, 2, {});
-    }
-    // Same devices, shifted blocks: a window a(_, range(1, n + 1)) of a sharded (n + 1)-column
-    // array against an n-column array. Works exactly when the blocks happen to coincide.
-    for (index_t n : {index_t(ds.size()), index_t(2 * ds.size() + 1), index_t(10), index_t(33)}) {
-      CAPTURE(n);
-      const Dims sb{3, n + 1}, s{3, n};
-      const auto vb = fresh(sb), vc = fresh(s);
-      auto big = make<2>(vb, sb, shard(1, ds));
-      auto c = make<2>(vc, s, shard(1, ds));
-      auto w = big(_, range(1, n + 1));
-      bool same = w.layout().parts.size() == c.layout().parts.size();
-      for (std::size_t i = 0; same && i < c.layout().parts.size(); ++i) {
-        const auto &pw = w.layout().parts[i], &pc = c.layout().parts[i];
-        same = pw.device == pc.device && pw.origin == pc.origin && pw.extent == pc.extent;
-      }
-      CAPTURE(same);
-      const auto sc = snapshot<2>(c);
-      if (same) {
-        c(_, _) = c + w;
-        std::vector<float> want(vc.size());
-        for (index_t j = 0; j < n; ++j)
-          for (index_t i = 0; i < 3; ++i) {
-            const auto kk = static_cast<std::size_t>(i + 3 * j);
-            want[kk] = vc[kk] + vb[static_cast<std::size_t>(i + 3 * (j + 1))];
-          }
-        CHECK(to_host(c) == want);
-      } else {
-        expect_mismatch([&] { c(_, _) = c + w; }, with_fix({"operand #2"}));
-        CHECK(snapshot<2>(c) == sc);
-        CHECK(to_host(big) == vb);
-      }
-    }
-  }
-}
-
-TEST_CASE("placement_mismatch: a sharded operand read by a replicated destination") {
-  for (const auto& ds : multi_device_sets()) {
-    CAPTURE(set_name(ds));
-    const auto k = static_cast<index_t>(ds.size());
-    for (index_t n : {index_t(2), k, 2 * k + 1}) {
-      CAPTURE(n);
-      const Dims s{3, n};
-      auto a = make<2>(fresh(s), s, shard(1, ds));
-      auto r = make<2>(fresh(s), s, replicate(ds));
-      auto c = make<2>(fresh(s), s, replicate(ds));
-      // The destination is replicated: every device computes everything.
-      check_mismatch(c, r, a, 2, {"replicated over", "sharded along dim 1"}, /*eval_throws=*/false);
-      // The result of eval(r + a) takes a's placement, so that one works.
-      auto e = eval(r + a);
-      CHECK(e.shard_dim() == 1);
-    }
-  }
-}
-
-TEST_CASE("placement_mismatch: an operand of size 1 along the shard dimension must be replicated") {
-  for (const auto& ds : multi_device_sets()) {
-    CAPTURE(set_name(ds));
-    const auto k = static_cast<index_t>(ds.size());
-    const Dims s{5, 2 * k + 1};
-    auto M = make<2>(fresh(s), s, shard(1, ds));
-    auto c = make<2>(fresh(s), s, shard(1, ds));
-    // 5×1 sharded along dim 1: only the first device holds its column.
-    auto col = make<2>(fresh({5, 1}), {5, 1}, shard(1, ds));
-    check_mismatch(c, M, col, 2, {"5×1", "sharded along dim 1"}, /*eval_throws=*/true);
-    // The same operand replicated works.
-    const auto vc = to_host(col);
-    auto colr = make<2>(vc, {5, 1}, replicate(ds));
-    c(_, _) = M + colr;
-    const auto vm = to_host(M);
-    std::vector<float> want(vm.size());
-    for (std::size_t i = 0; i < vm.size(); ++i) want[i] = vm[i] + vc[i % 5];
-    CHECK(to_host(c) == want);
   }
 }

@@ -22,18 +22,6 @@ using namespace tessera_test;
 
 namespace {
 
-bool contains(const std::string& s, const std::string& what) { return s.find(what) != std::string::npos; }
-
-struct NamedPlacement {
-  std::string name;
-  Placement p;
-};
-
-std::vector<NamedPlacement> placements2(const DeviceSet& ds) {
-  return {{"shard(0)", shard(0, ds)}, {"shard(1)", shard(1, ds)}, {"replicate", replicate(ds)},
-          {"on(" + ds.back().name() + ")", on(ds.back())}};
-}
-
 // The documented balanced split: block i of n over p devices; the first n % p blocks get one more.
 std::pair<index_t, index_t> block(index_t n, index_t p, index_t i) {
   const index_t base = n / p, rem = n % p;
@@ -114,6 +102,21 @@ std::vector<float> map(const std::vector<float>& a, float (*f)(float)) {
 
 const std::vector<std::pair<index_t, index_t>> shapes{{0, 3}, {3, 0}, {1, 1}, {7, 5}, {3, 2}, {2, 9}, {33, 17}, {1025, 1023}};
 
+// Runs body(ds, rows, cols, np) for every device set, shape of `shapes` and placement of a matrix
+// (shard(0), shard(1), replicate, on(device)), all of them named in any failure.
+template <class F>
+void for_each_layout(F&& body) {
+  for (const auto& ds : device_sets()) {
+    INFO("device set " << set_name(ds));
+    for (auto [rows, cols] : shapes) {
+      for (const auto& np : placements(2, ds)) {
+        INFO("shape " << rows << "×" << cols << ", " << np.name);
+        body(ds, rows, cols, np);
+      }
+    }
+  }
+}
+
 // Runs `child` in a forked process and reports how it ended: "" when it returned 0, otherwise a
 // description (a crash is reported instead of taking the whole test executable down).
 std::string in_child(int (*child)()) {
@@ -162,54 +165,48 @@ int oversized_child() {
 }  // namespace
 
 TEST_CASE("unified memory: host writes through host_data, kernels read them, host reads the results") {
-  for (const auto& ds : device_sets()) {
-    INFO("device set " << set_name(ds));
-    for (auto [rows, cols] : shapes) {
-      for (const auto& np : placements2(ds)) {
-        INFO("shape " << rows << "×" << cols << ", " << np.name);
-        const auto bx = boxes(rows, cols, np.p, ds);
-        const auto n = static_cast<std::size_t>(rows * cols);
+  for_each_layout([](const DeviceSet& ds, index_t rows, index_t cols, const NamedPlacement& np) {
+    const auto bx = boxes(rows, cols, np.p, ds);
+    const auto n = static_cast<std::size_t>(rows * cols);
 
-        Array<float, 2> a({rows, cols}, np.p);  // unified by default, zero-filled by a kernel
-        CHECK(a.memory_kind() == memory::unified);
-        REQUIRE(a.devices().size() == bx.size());
-        // Round 1: the host writes a's shards, a kernel reads them, the host reads the result.
-        const auto v1 = random_values<float>(n);
-        write_shards(a, bx, v1, rows);
-        Array<float, 2> b = a * 2.f;
-        CHECK(b.placement_string() == a.placement_string());
-        CHECK(to_host(b) == map(v1, [](float x) { return 2 * x; }));
-        std::string bad = read_shards(b, bx, map(v1, [](float x) { return 2 * x; }), rows);
-        CHECK_MESSAGE(bad.empty(), bad);
-        CHECK(to_host(a) == v1);
-        if (n > 0) CHECK(a.at(rows - 1, cols - 1) == v1.back());
+    Array<float, 2> a({rows, cols}, np.p);  // unified by default, zero-filled by a kernel
+    CHECK(a.memory_kind() == memory::unified);
+    REQUIRE(a.devices().size() == bx.size());
+    // Round 1: the host writes a's shards, a kernel reads them, the host reads the result.
+    const auto v1 = random_values<float>(n);
+    write_shards(a, bx, v1, rows);
+    Array<float, 2> b = a * 2.f;
+    CHECK(b.placement_string() == a.placement_string());
+    CHECK(to_host(b) == map(v1, [](float x) { return 2 * x; }));
+    std::string bad = read_shards(b, bx, map(v1, [](float x) { return 2 * x; }), rows);
+    CHECK_MESSAGE(bad.empty(), bad);
+    CHECK(to_host(a) == v1);
+    if (n > 0) CHECK(a.at(rows - 1, cols - 1) == v1.back());
 
-        // Round 2: the host rewrites both a and b (right after a kernel wrote b), then one kernel
-        // reads both and writes b in place.
-        const auto v2 = random_values<float>(n), v3 = random_values<float>(n);
-        write_shards(a, bx, v2, rows);
-        write_shards(b, bx, v3, rows);
-        b = b + a;
-        std::vector<float> sum(n);
-        for (std::size_t i = 0; i < n; ++i) sum[i] = v3[i] + v2[i];
-        CHECK(to_host(b) == sum);
-        bad = read_shards(b, bx, sum, rows);
-        CHECK_MESSAGE(bad.empty(), bad);
+    // Round 2: the host rewrites both a and b (right after a kernel wrote b), then one kernel
+    // reads both and writes b in place.
+    const auto v2 = random_values<float>(n), v3 = random_values<float>(n);
+    write_shards(a, bx, v2, rows);
+    write_shards(b, bx, v3, rows);
+    b = b + a;
+    std::vector<float> sum(n);
+    for (std::size_t i = 0; i < n; ++i) sum[i] = v3[i] + v2[i];
+    CHECK(to_host(b) == sum);
+    bad = read_shards(b, bx, sum, rows);
+    CHECK_MESSAGE(bad.empty(), bad);
 
-        // Round 3: a kernel writes a, the host reads it straight through host_data (which must
-        // wait for the kernel), writes it again, and another kernel uses it.
-        a = a * -1.f;
-        bad = read_shards(a, bx, map(v2, [](float x) { return -x; }), rows);
-        CHECK_MESSAGE(bad.empty(), bad);
-        write_shards(a, bx, v1, rows);
-        Array<float, 2> c = a - b;
-        std::vector<float> diff(n);
-        for (std::size_t i = 0; i < n; ++i) diff[i] = v1[i] - sum[i];
-        CHECK(to_host(c) == diff);
-        CHECK(to_host(a) == v1);
-      }
-    }
-  }
+    // Round 3: a kernel writes a, the host reads it straight through host_data (which must
+    // wait for the kernel), writes it again, and another kernel uses it.
+    a = a * -1.f;
+    bad = read_shards(a, bx, map(v2, [](float x) { return -x; }), rows);
+    CHECK_MESSAGE(bad.empty(), bad);
+    write_shards(a, bx, v1, rows);
+    Array<float, 2> c = a - b;
+    std::vector<float> diff(n);
+    for (std::size_t i = 0; i < n; ++i) diff[i] = v1[i] - sum[i];
+    CHECK(to_host(c) == diff);
+    CHECK(to_host(a) == v1);
+  });
 }
 
 TEST_CASE("host_data: shard index checks, empty shards, views and replicas") {
@@ -246,54 +243,48 @@ TEST_CASE("host_data: shard index checks, empty shards, views and replicas") {
 }
 
 TEST_CASE("memory::device: host_data throws on GPUs, to_host / at / kernels work") {
-  for (const auto& ds : device_sets()) {
-    INFO("device set " << set_name(ds));
-    for (auto [rows, cols] : shapes) {
-      for (const auto& np : placements2(ds)) {
-        INFO("shape " << rows << "×" << cols << ", " << np.name);
-        const auto bx = boxes(rows, cols, np.p, ds);
-        const auto v = random_values<float>(static_cast<std::size_t>(rows * cols));
-        auto a = from_host(v, {rows, cols}, np.p, memory::device);
-        CHECK(a.memory_kind() == memory::device);
-        if (ds[0].is_host()) {
-          // Host devices: plain host memory either way.
-          const std::string bad = read_shards(a, bx, v, rows);
-          CHECK_MESSAGE(bad.empty(), bad);
-        } else {
-          for (std::size_t s = 0; s < bx.size(); ++s) {
-            if (bx[s].size() == 0) continue;
-            CHECK_THROWS_AS(a.host_data(static_cast<int>(s)), invalid_argument);
-            try {
-              (void)a.host_data(static_cast<int>(s));
-            } catch (const invalid_argument& e) {
-              INFO(e.what());
-              CHECK(contains(e.what(), "memory::device"));
-              CHECK(contains(e.what(), "to_host"));
-            }
-          }
+  for_each_layout([](const DeviceSet& ds, index_t rows, index_t cols, const NamedPlacement& np) {
+    const auto bx = boxes(rows, cols, np.p, ds);
+    const auto v = random_values<float>(static_cast<std::size_t>(rows * cols));
+    auto a = from_host(v, {rows, cols}, np.p, memory::device);
+    CHECK(a.memory_kind() == memory::device);
+    if (ds[0].is_host()) {
+      // Host devices: plain host memory either way.
+      const std::string bad = read_shards(a, bx, v, rows);
+      CHECK_MESSAGE(bad.empty(), bad);
+    } else {
+      for (std::size_t s = 0; s < bx.size(); ++s) {
+        if (bx[s].size() == 0) continue;
+        CHECK_THROWS_AS(a.host_data(static_cast<int>(s)), invalid_argument);
+        try {
+          (void)a.host_data(static_cast<int>(s));
+        } catch (const invalid_argument& e) {
+          INFO(e.what());
+          CHECK(contains(e.what(), "memory::device"));
+          CHECK(contains(e.what(), "to_host"));
         }
-        CHECK(to_host(a) == v);
-        if (!v.empty()) {
-          CHECK(a.at(0, 0) == v.front());
-          CHECK(a.at(rows - 1, cols - 1) == v.back());
-          CHECK(a.at(rows / 2, cols / 2) == v[static_cast<std::size_t>(rows / 2 + rows * (cols / 2))]);
-        }
-        Array<float, 2> b = a * 2.f;
-        CHECK(b.memory_kind() == memory::device);  // the result inherits the operand's memory kind
-        CHECK(to_host(b) == map(v, [](float x) { return 2 * x; }));
-        b += a;
-        CHECK(to_host(b) == map(v, [](float x) { return 3 * x; }));
-        CHECK(to_host(a) == v);
       }
     }
-  }
+    CHECK(to_host(a) == v);
+    if (!v.empty()) {
+      CHECK(a.at(0, 0) == v.front());
+      CHECK(a.at(rows - 1, cols - 1) == v.back());
+      CHECK(a.at(rows / 2, cols / 2) == v[static_cast<std::size_t>(rows / 2 + rows * (cols / 2))]);
+    }
+    Array<float, 2> b = a * 2.f;
+    CHECK(b.memory_kind() == memory::device);  // the result inherits the operand's memory kind
+    CHECK(to_host(b) == map(v, [](float x) { return 2 * x; }));
+    b += a;
+    CHECK(to_host(b) == map(v, [](float x) { return 3 * x; }));
+    CHECK(to_host(a) == v);
+  });
 }
 
 TEST_CASE("out_of_memory: a request larger than free memory is refused before anything is allocated") {
   const index_t rows = index_t(1) << 40, cols = index_t(1) << 10;
   for (const auto& ds : device_sets()) {
     INFO("device set " << set_name(ds));
-    for (const auto& np : placements2(ds)) {
+    for (const auto& np : placements(2, ds)) {
       for (memory m : {memory::unified, memory::device}) {
         for (int how = 0; how < 3; ++how) {
           INFO(np.name << (m == memory::device ? ", memory::device" : "") << ", via "
@@ -366,44 +357,38 @@ TEST_CASE("out_of_memory: sizes whose byte or element count overflows are refuse
 }
 
 TEST_CASE("assign with seq and par gives the same results") {
-  for (const auto& ds : device_sets()) {
-    INFO("device set " << set_name(ds));
-    for (auto [rows, cols] : shapes) {
-      for (const auto& np : placements2(ds)) {
-        INFO("shape " << rows << "×" << cols << ", " << np.name);
-        const auto n = static_cast<std::size_t>(rows * cols);
-        const auto va = random_values<float>(n), vb = random_values<float>(n);
-        auto a = from_host(va, {rows, cols}, np.p);
-        auto b = from_host(vb, {rows, cols}, np.p);
-        Array<float, 2> s({rows, cols}, np.p), p({rows, cols}, np.p);
-        assign(s, a * b - 2.f * a, seq);
-        assign(p, a * b - 2.f * a, par);
-        const auto hs = to_host(s), hp = to_host(p);
-        CHECK(hs == hp);
-        std::vector<double> want(n);
-        for (std::size_t i = 0; i < n; ++i) want[i] = double(va[i]) * vb[i] - 2.0 * va[i];
-        check_all_close(hs, want);
-        // Into views (every other row) with each policy; the other rows stay.
-        if (rows > 1) {
-          assign(s(range(0, rows, 2), _), 7.f, seq);
-          assign(p(range(0, rows, 2), _), 7.f, par);
-          const auto hs2 = to_host(s), hp2 = to_host(p);
-          CHECK(hs2 == hp2);
-          for (index_t j = 0; j < cols; ++j)
-            for (index_t i = 0; i < rows; ++i) {
-              const auto k = static_cast<std::size_t>(i + rows * j);
-              if (hs2[k] != (i % 2 == 0 ? 7.f : hs[k])) {
-                FAIL_CHECK("element (" << i << ", " << j << ") = " << hs2[k]);
-                j = cols;
-                break;
-              }
-            }
+  for_each_layout([](const DeviceSet&, index_t rows, index_t cols, const NamedPlacement& np) {
+    const auto n = static_cast<std::size_t>(rows * cols);
+    const auto va = random_values<float>(n), vb = random_values<float>(n);
+    auto a = from_host(va, {rows, cols}, np.p);
+    auto b = from_host(vb, {rows, cols}, np.p);
+    Array<float, 2> s({rows, cols}, np.p), p({rows, cols}, np.p);
+    assign(s, a * b - 2.f * a, seq);
+    assign(p, a * b - 2.f * a, par);
+    const auto hs = to_host(s), hp = to_host(p);
+    CHECK(hs == hp);
+    std::vector<double> want(n);
+    for (std::size_t i = 0; i < n; ++i) want[i] = double(va[i]) * vb[i] - 2.0 * va[i];
+    check_all_close(hs, want);
+    // Into views (every other row) with each policy; the other rows stay.
+    if (rows > 1) {
+      assign(s(range(0, rows, 2), _), 7.f, seq);
+      assign(p(range(0, rows, 2), _), 7.f, par);
+      const auto hs2 = to_host(s), hp2 = to_host(p);
+      CHECK(hs2 == hp2);
+      for (index_t j = 0; j < cols; ++j)
+        for (index_t i = 0; i < rows; ++i) {
+          const auto k = static_cast<std::size_t>(i + rows * j);
+          if (hs2[k] != (i % 2 == 0 ? 7.f : hs[k])) {
+            FAIL_CHECK("element (" << i << ", " << j << ") = " << hs2[k]);
+            j = cols;
+            break;
+          }
         }
-        CHECK(to_host(a) == va);
-        CHECK(to_host(b) == vb);
-      }
     }
-  }
+    CHECK(to_host(a) == va);
+    CHECK(to_host(b) == vb);
+  });
 }
 
 TEST_CASE("synchronize() and synchronize(d) make queued results visible through host_data") {
