@@ -36,6 +36,20 @@ ensure_tools() {
     say "doctest: missing and apt-get is not usable here (needs root or passwordless sudo);"
     say "  install doctest and pass its location, e.g. CMAKE_ARGS=-Ddoctest_DIR=/path/lib/cmake/doctest"
   fi
+  # OpenBLAS runs matrix products on host devices; without it CMake takes any CBLAS, else loops.
+  if ls /usr/lib/*/libopenblas.so /usr/lib/libopenblas.so >/dev/null 2>&1; then
+    say "OpenBLAS: found"
+  elif command -v apt-get >/dev/null 2>&1 && as_root true; then
+    say "OpenBLAS: missing, installing it: apt-get install -y libopenblas-dev"
+    if { [ -n "$(ls /var/lib/apt/lists/ 2>/dev/null | grep -v lock)" ] || as_root apt-get update -qq; } &&
+       as_root env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq libopenblas-dev; then
+      say "OpenBLAS: installed"
+    else
+      say "OpenBLAS: apt-get failed (offline?); host matrix products use another CBLAS or plain loops"
+    fi
+  else
+    say "OpenBLAS: missing (install libopenblas-dev); host matrix products use another CBLAS or plain loops"
+  fi
   if command -v ninja >/dev/null 2>&1; then say "generator: Ninja"; else say "generator: Unix Makefiles (ninja not found)"; fi
   if command -v nvidia-smi >/dev/null 2>&1 && nvidia-smi -L 2>/dev/null | grep -q '^GPU '; then
     say "GPUs: $(nvidia-smi -L | grep -c '^GPU ') visible; programs run on them"

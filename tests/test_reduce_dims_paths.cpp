@@ -37,9 +37,15 @@ void check_vec_paths(const DeviceSet& ds, const Shape<R>& s, const std::vector<s
       const auto want = fold<R>(v, s, mask, 0.0, id, add);
       check_all_close(to_host(maximum(a, d)), fold<R>(v, s, mask, -INFINITY, id, maxf), 0, 0);
       if constexpr (std::is_floating_point_v<T>) {
-        check_all_close(to_host(sum(a, d)), want, 1e-5, 1e-4);  // NaN where its slice has it
+        // A float sum of many terms errs by a few ulps of the terms' magnitude, not of the sum: a
+        // slice whose sum cancels to near 0 needs an absolute tolerance scaled by sum |x|.
+        double mag = 0;
+        for (double x : fold<R>(v, s, mask, 0.0, [](double x) { return x == x ? std::fabs(x) : 0.0; }, add))
+          mag = std::fmax(mag, x);
+        const double atol = std::fmax(1e-4, 2e-7 * mag);
+        check_all_close(to_host(sum(a, d)), want, 1e-5, atol);  // NaN where its slice has it
         check_all_close(to_host(sum(a * T(2), d)), fold<R>(v, s, mask, 0.0, [](double x) { return 2 * x; }, add),
-                        1e-5, 1e-4);
+                        1e-5, 2 * atol);
       } else {
         const auto got = to_host(sum(a, d));
         static_assert(std::is_same_v<typename decltype(got)::value_type, std::int64_t>);
@@ -124,5 +130,40 @@ TEST_CASE("large reductions along dims: cooperative lanes and chunked partials")
     check3({37, 5, 41}, {true, false, true});
     check3({3, 70, 80}, {false, true, true});
     check3({5, 400, 50}, {false, false, true});
+  }
+}
+
+// A broadcast operand (stride 0) in a fused dims reduction: sum(W .* x_row, dims(1)) is the
+// matrix-vector product in broadcast form. GPUs read such shards with vector loads along dim 0
+// (the broadcast leaf one element per vector); odd extents and unaligned views take the scalar path.
+TEST_CASE("reductions along dims of expressions with broadcast operands") {
+  for (const auto& ds : device_sets()) {
+    for (auto [m, n] : {std::pair<index_t, index_t>{4096, 301}, {64, 20001}, {10, 7}, {1, 9}, {33, 64}}) {
+      const auto wv = random_values<float>(static_cast<std::size_t>(m * n));
+      const auto rv = random_values<float>(static_cast<std::size_t>(n));
+      const auto cv = random_values<float>(static_cast<std::size_t>(m));
+      for (const auto& p : {on(ds[0]), shard(1, ds), shard(0, ds)}) {
+        INFO("device set " << set_name(ds) << ", W " << m << "x" << n);
+        const auto w = from_host(wv, {m, n}, p);
+        // The row is replicated (its shard dimension would have size 1 where W is sharded along 0).
+        const auto row = from_host(rv, {1, n}, p.kind == Placement::kind_t::shard && p.dim == 1 ? shard(1, ds) : replicate(ds));
+        const auto col = from_host(cv, {m, 1}, p.kind == Placement::kind_t::shard && p.dim == 0 ? shard(0, ds) : replicate(ds));
+        std::vector<double> prod_row(wv.size()), prod_col(wv.size());
+        for (index_t j = 0; j < n; ++j)
+          for (index_t i = 0; i < m; ++i) {
+            prod_row[i + j * m] = double(wv[i + j * m]) * rv[j];
+            prod_col[i + j * m] = double(wv[i + j * m]) * cv[i];
+          }
+        auto id = [](double x) { return x; };
+        auto add = [](double x, double y) { return x + y; };
+        for (const auto& mask : {std::array<bool, 2>{false, true}, std::array<bool, 2>{true, false}}) {
+          const double atol = 1e-4 * std::sqrt(double(m * n));
+          check_all_close(to_host(sum(w * row, to_dims<2>(mask))), fold<2>(prod_row, Shape<2>{m, n}, mask, 0.0, id, add),
+                          1e-5, atol);
+          check_all_close(to_host(sum(w * col, to_dims<2>(mask))), fold<2>(prod_col, Shape<2>{m, n}, mask, 0.0, id, add),
+                          1e-5, atol);
+        }
+      }
+    }
   }
 }

@@ -217,11 +217,15 @@ std::size_t plan_dims(Task& t, int device) {
   constexpr int K = Task::K;
   const index_t target = sm_count(device) * 2048 * 2;
   t.access = dims_access::scalar;
-  // The vector paths index in 32 bits.
+  // The vector paths index in 32 bits: vectors of the linear layout when every operand is
+  // contiguous (dims merged first), else N-d indices (vec_at, 64-bit offsets) when the operands
+  // are contiguous or broadcast along dim 0, as in sum(W .* x_row, dims(1)).
   const index_t volume = t.n_out * t.n_red;
-  if (K > 1 && t.mode == path::vector && volume / K < narrow_index_limit && t.n_red < narrow_index_limit &&
-      t.n_out < narrow_index_limit) {
-    Task m = merge_dims(t);
+  const bool small = t.n_red < narrow_index_limit && t.n_out < narrow_index_limit;
+  const bool linear = t.mode == path::vector && volume / K < narrow_index_limit;
+  if (K > 1 && small && (linear || t.dim0_vectors)) {
+    Task m = linear ? merge_dims(t) : t;
+    m.nd = !linear;
     const bool r0 = m.rdim[0] == 0;
     if ((r0 ? m.rext[0] : m.kext[0]) % K == 0) {
       m.access = r0 ? dims_access::vec_reduced : dims_access::vec_kept;

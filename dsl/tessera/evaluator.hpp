@@ -61,6 +61,23 @@ struct LeafEval {
 #pragma unroll
     for (int j = 0; j < K; ++j) out[j] = v.v[j];
   }
+  // The K elements at idx, idx + e0, ... along dim 0 (idx[0] a multiple of K): one vector load, or,
+  // for a leaf broadcast along dim 0 (stride 0), one element repeated. The planner allows it only
+  // where every such vector is 16-byte aligned (ShardPlan::dim0_vectors).
+  template <int K, class I>
+  TS_HD void vec_at(const I* idx, T (&out)[K]) const {
+    index_t off = 0;  // 64-bit: the indices fit 32 bits, a broadcast operand's offsets may not
+    for (int k = 0; k < N; ++k) off += static_cast<index_t>(idx[k]) * st[k];
+    if (st[0] == 0) {
+      const T v = p[off];
+#pragma unroll
+      for (int j = 0; j < K; ++j) out[j] = v;
+    } else {
+      const vec_t<T, K> v = *reinterpret_cast<const vec_t<T, K>*>(p + off);
+#pragma unroll
+      for (int j = 0; j < K; ++j) out[j] = v.v[j];
+    }
+  }
 };
 
 template <class T>
@@ -77,6 +94,11 @@ struct ScalarEval {
   }
   template <int K, class I>
   TS_HD void vec(I, T (&out)[K]) const {
+#pragma unroll
+    for (int j = 0; j < K; ++j) out[j] = value;
+  }
+  template <int K, class I>
+  TS_HD void vec_at(const I*, T (&out)[K]) const {
 #pragma unroll
     for (int j = 0; j < K; ++j) out[j] = value;
   }
@@ -102,6 +124,12 @@ struct IndexEval {
 #pragma unroll
     for (int j = 0; j < K; ++j) out[j] = base + static_cast<index_t>(chunk) * K + j;
   }
+  template <int K, class I>
+  TS_HD void vec_at(const I* idx, index_t (&out)[K]) const {
+    const index_t first = at(idx);
+#pragma unroll
+    for (int j = 0; j < K; ++j) out[j] = first + j * st[0];
+  }
 };
 
 template <class F, class... E>
@@ -122,6 +150,10 @@ struct NodeEval {
   TS_HD void vec(I chunk, value_type (&out)[K]) const {
     vec_impl<K>(chunk, out, std::index_sequence_for<E...>{});
   }
+  template <int K, class I>
+  TS_HD void vec_at(const I* idx, value_type (&out)[K]) const {
+    vec_at_impl<K>(idx, out, std::index_sequence_for<E...>{});
+  }
 
  private:
   template <class I, std::size_t... S>
@@ -140,6 +172,13 @@ struct NodeEval {
   TS_HD void vec_impl(I chunk, value_type (&out)[K], std::index_sequence<S...>) const {
     ev_tuple<lane<typename E::value_type, K>...> in;
     (ev_get<S>(a).template vec<K>(chunk, ev_get<S>(in).v), ...);
+#pragma unroll
+    for (int j = 0; j < K; ++j) out[j] = f(ev_get<S>(in).v[j]...);
+  }
+  template <int K, class I, std::size_t... S>
+  TS_HD void vec_at_impl(const I* idx, value_type (&out)[K], std::index_sequence<S...>) const {
+    ev_tuple<lane<typename E::value_type, K>...> in;
+    (ev_get<S>(a).template vec_at<K>(idx, ev_get<S>(in).v), ...);
 #pragma unroll
     for (int j = 0; j < K; ++j) out[j] = f(ev_get<S>(in).v[j]...);
   }

@@ -44,6 +44,7 @@ struct ShardContext {
   lazy_text what;
   ShardOutput out;
   bool linear = true, aligned = true, hazard = false;
+  bool dim0_vectors = N > 0;  // every leaf is readable K elements at a time along dim 0 (vec_at)
   index_t max_offset = 0;
   int operand = 0;
 };
@@ -131,6 +132,15 @@ LeafEval<T, N> build(const ArrayLeaf<T, M>& leaf, ShardContext<N>& c) {
   for (int k = M; k < N; ++k) e.st[k] = 0;
   e.p = found->ptr + off;
   note_strides<N>(c, e.st, e.p);
+  if constexpr (N > 0) {
+    // vec_at reads a leaf broadcast along dim 0 one element at a time, any other leaf with 16-byte
+    // vector loads: unit stride along dim 0, every other stride and the start 16-byte aligned.
+    if (e.st[0] != 0 && c.extent[0] != 1) {
+      bool ok = e.st[0] == 1 && reinterpret_cast<std::uintptr_t>(e.p) % 16 == 0;
+      for (int k = 1; k < N && ok; ++k) ok = (e.st[k] * static_cast<index_t>(sizeof(T))) % 16 == 0;
+      if (!ok) c.dim0_vectors = false;
+    }
+  }
   rt::make_resident(*found->buf);
   // Alias check: reading the written buffer through another mapping needs a temporary.
   if (found->buf.get() == c.out.buf) {
@@ -177,6 +187,7 @@ struct ShardPlan {
   path mode;
   bool wide;     // 64-bit index math: the box or an operand's offset reaches narrow_index_limit
   bool hazard;   // a read overlaps the written region through another mapping
+  bool dim0_vectors;  // readable with vec_at along dim 0 (broadcast leaves allowed)
 };
 
 // Plans the evaluation of `node` (broadcast to `shape`) over `box`. `out`, for an assignment, is
@@ -197,6 +208,7 @@ ShardPlan<eval_t<Node, N>, N> plan_shard(const Node& node, const Shape<N>& shape
   p.mode = c.linear ? (c.aligned ? path::vector : path::linear) : path::cartesian;
   p.wide = p.n >= narrow_index_limit || c.max_offset >= narrow_index_limit;
   p.hazard = c.hazard;
+  p.dim0_vectors = c.dim0_vectors;
   return p;
 }
 

@@ -56,7 +56,8 @@ template <class Acc, class H, class E, class Map, class Op, int R>
 DimsTask<Acc, H, E, Map, Op, R> dims_task(const ShardPlan<E, R>& plan, const std::type_identity_t<std::array<bool, R>>& mask, Map map,
                                           Op op, Acc init, Acc* out, index_t n_out) {
   DimsTask<Acc, H, E, Map, Op, R> t{.e = plan.e, .map = map, .op = op, .init = static_cast<H>(init),
-                                    .mode = plan.mode, .wide = plan.wide, .out = out, .n_out = n_out,
+                                    .mode = plan.mode, .wide = plan.wide, .dim0_vectors = plan.dim0_vectors,
+                                    .out = out, .n_out = n_out,
                                     // 0 when a reduced dim is empty: the outputs get init
                                     .n_red = plan.n / n_out};
   for (int k = 0; k < R; ++k) {

@@ -123,6 +123,7 @@ struct DimsTask {
   H init;
   path mode;                   // how the operands are laid out over the box
   bool wide;
+  bool dim0_vectors = false;   // operands readable with vec_at along dim 0 (ShardPlan)
   Acc* out;                    // n_out results, contiguous (chunks == 1)
   index_t n_out, n_red;        // outputs, reduced elements per output
   int nk = 0, nr = 0;          // kept / reduced dim counts
@@ -137,6 +138,7 @@ struct DimsTask {
   int chunks = 1;
   int group = 1;               // lanes per output
   dims_access access = dims_access::scalar;
+  bool nd = false;             // vector paths address vectors by N-d index (vec_at), not linearly
   H* partial = nullptr;        // chunks * n_out partials, output fastest (chunks > 1)
   static constexpr int K = vector_width<E>;
 
@@ -227,15 +229,26 @@ struct DimsTask {
   TS_HD A fold_vec(I* idx, I r0, I r1, int lane, int lanes) const {
     constexpr int U = TESSERA_DIMS_VEC_UNROLL;
     A acc = static_cast<A>(init);
+    const int d0 = rdim[0];
     for_runs(idx, r0, r1, [&](const I* at, I run) {
-      const I base = vec_index(at);
+      const I base = nd ? I(0) : vec_index(at);
+      I j[N > 0 ? N : 1];
+      for (int k = 0; k < N; ++k) j[k] = at[k];
+      const I j0 = j[d0];
       const I n = run / K;
       for (I p = lane; p < n; p += static_cast<I>(lanes) * U) {
         value_type v[U][K];
 #pragma unroll
         for (int u = 0; u < U; ++u) {
           const I q = p + static_cast<I>(u) * lanes;
-          if (q < n) e.template vec<K>(base + q, v[u]);
+          if (q < n) {
+            if (nd) {
+              j[d0] = j0 + q * K;
+              e.template vec_at<K>(j, v[u]);
+            } else {
+              e.template vec<K>(base + q, v[u]);
+            }
+          }
         }
 #pragma unroll
         for (int u = 0; u < U; ++u) {
@@ -257,13 +270,24 @@ struct DimsTask {
 #pragma unroll
     for (int k = 0; k < K; ++k) acc[k] = static_cast<A>(init);
     const I step = static_cast<I>(cst[rdim[0]]) / K;
+    const int d0 = rdim[0];
     for_runs(idx, r0, r1, [&](const I* at, I run) {
-      const I base = vec_index(at);
+      const I base = nd ? I(0) : vec_index(at);
+      I j[N > 0 ? N : 1];
+      for (int k = 0; k < N; ++k) j[k] = at[k];
+      const I j0 = j[d0];
       for (I p = 0; p < run; p += U) {
         value_type v[U][K];
 #pragma unroll
         for (int u = 0; u < U; ++u) {
-          if (p + u < run) e.template vec<K>(base + (p + u) * step, v[u]);
+          if (p + u < run) {
+            if (nd) {
+              j[d0] = j0 + p + u;
+              e.template vec_at<K>(j, v[u]);
+            } else {
+              e.template vec<K>(base + (p + u) * step, v[u]);
+            }
+          }
         }
 #pragma unroll
         for (int u = 0; u < U; ++u) {

@@ -21,3 +21,4 @@
 #include <tessera/reduce.hpp>
 #include <tessera/reduce_dims.hpp>
 #include <tessera/collective.hpp>
+#include <tessera/linalg.hpp>

@@ -1,0 +1,372 @@
+// SPDX-License-Identifier: Apache-2.0
+// Tessera: sharded linear algebra. transpose(A) is a view (its parts' strides swapped, no copy);
+// matmul(A, B) and matmul(A, x) run one BLAS call per device (cuBLAS on GPUs, CBLAS on host
+// devices, backend/linalg) over the operands' parts on that device. How the work splits follows
+// the operands' placements (docs/semantics.md, "Linear algebra"):
+//   A sharded along rows, B whole on every device     -> C sharded along rows, no communication
+//   A whole, B sharded along columns                   -> C sharded along columns
+//   the inner dimension split (A along columns, B along rows, or one of them whole)
+//                                                      -> partial products summed across devices:
+//                                                         allreduce (replicated C, the default) or
+//                                                         reduce-scatter (C sharded along its last dim)
+//   both whole on the same devices                     -> C replicated (or on the one device)
+// Anything else throws placement_mismatch with a fix. Elementwise `*` stays elementwise.
+#pragma once
+#include <tessera/array.hpp>
+#include <tessera/assign.hpp>
+#include <tessera/collective.hpp>
+
+#include <backend/linalg/blas.hpp>
+
+#include <optional>
+#include <string>
+#include <type_traits>
+#include <vector>
+
+namespace tessera {
+namespace detail {
+
+template <class X>
+concept blas_array = is_array_like<std::remove_cvref_t<X>>::value &&
+                     (std::is_same_v<typename std::remove_cvref_t<X>::value_type, float> ||
+                      std::is_same_v<typename std::remove_cvref_t<X>::value_type, double>);
+
+// The transpose (2-d) or row (1-d: 1 x n) view of a layout: every part keeps its buffer.
+template <class T, int N>
+std::shared_ptr<const Layout<T, 2>> transposed(const Layout<T, N>& l) {
+  auto out = std::make_shared<Layout<T, 2>>();
+  out->mem = l.mem;
+  out->replicated = l.replicated;
+  auto swap2 = [](const Shape<N>& s, index_t one) {
+    if constexpr (N == 2) return Shape<2>{s[1], s[0]};
+    else return Shape<2>{one, s[0]};
+  };
+  out->shape = swap2(l.shape, 1);
+  out->shard_dim = l.shard_dim < 0 ? -1 : (N == 2 ? 1 - l.shard_dim : 1);
+  for (auto& p : l.parts) {
+    Part<T, 2> q;
+    q.device = p.device;
+    q.buf = p.buf;
+    q.ptr = p.ptr;
+    q.extent = swap2(p.extent, 1);
+    q.origin = swap2(p.origin, 0);
+    q.stride = swap2(p.stride, volume<N>(p.extent));
+    out->parts.push_back(std::move(q));
+  }
+  return out;
+}
+
+// How an operand is split over its devices, as the product sees it.
+enum class split { whole, dim0, dim1 };
+
+template <class T, int N>
+split split_of(const Layout<T, N>& l) {
+  if (l.replicated || l.parts.size() <= 1 || l.shard_dim < 0) return split::whole;
+  return l.shard_dim == 0 ? split::dim0 : split::dim1;
+}
+
+// The part of `l` on device d (whole operands: the one covering everything), or null.
+template <class T, int N>
+const Part<T, N>* part_on(const Layout<T, N>& l, Device d) {
+  for (auto& p : l.parts)
+    if (p.device == d) return &p;
+  return nullptr;
+}
+
+// A part as a BLAS matrix: column-major (stride 1 down the rows) or its transpose (stride 1
+// along the columns); anything else (a strided view) is not one.
+template <class T>
+std::optional<blas::operand> as_blas(const Part<T, 2>& p, index_t row0 = 0, index_t col0 = 0) {
+  const index_t r = p.extent[0], c = p.extent[1];
+  const T* base = p.ptr + row0 * p.stride[0] + col0 * p.stride[1];
+  if (r <= 1 || p.stride[0] == 1) {
+    const index_t ld = c <= 1 ? (r > 1 ? r : 1) : p.stride[1];
+    if (ld >= (r > 1 ? r : 1)) return blas::operand{base, ld, false};
+  }
+  if (c <= 1 || p.stride[1] == 1) {
+    const index_t ld = r <= 1 ? (c > 1 ? c : 1) : p.stride[0];
+    if (ld >= (c > 1 ? c : 1)) return blas::operand{base, ld, true};
+  }
+  return std::nullopt;
+}
+
+template <class T, int N>
+bool blas_ready(const Layout<T, N>& l) {
+  for (auto& p : l.parts) {
+    if (p.empty()) continue;
+    if constexpr (N == 2) {
+      if (!as_blas(p)) return false;
+    } else {
+      if (p.extent[0] > 1 && p.stride[0] <= 0) return false;
+    }
+  }
+  return true;
+}
+
+// The operand's layout, copied into contiguous storage (same devices and boxes) when a part is
+// not a BLAS matrix or vector.
+template <class T, int N>
+std::shared_ptr<const Layout<T, N>> blas_layout(const std::shared_ptr<const Layout<T, N>>& l) {
+  return blas_ready(*l) ? l : clone_layout<T, N>(*l);
+}
+
+template <class T>
+constexpr blas::dtype blas_type() {
+  return std::is_same_v<T, float> ? blas::dtype::f32 : blas::dtype::f64;
+}
+
+inline std::string split_name(split s, const char* dim0, const char* dim1) {
+  return s == split::whole ? "whole (replicated or on one device)" : s == split::dim0 ? dim0 : dim1;
+}
+
+template <class T, int NA, int NB>
+[[noreturn]] void product_mismatch(const Layout<T, NA>& a, const Layout<T, NB>& b, const std::string& why) {
+  throw placement_mismatch("tessera::placement_mismatch: matmul(A, B) with A " + shape_string<NA>(a.shape) + ", " +
+                           describe_placement(a) + " and B " + shape_string<NB>(b.shape) + ", " +
+                           describe_placement(b) + ": " + why +
+                           ". Supported: A sharded along rows (shard(0)) with B replicated; A replicated with B "
+                           "sharded along columns (shard(1)); the inner dimension split (A shard(1) and B shard(0) "
+                           "over the same devices and blocks, or one of them replicated); or both replicated. "
+                           "Fix: create the operands with one of these placements.");
+}
+
+// One device's product: C_d (m x n, contiguous) = A_d (m x k) * B_d (k x n, or a vector).
+template <class T, int NB>
+struct product_job {
+  Device device;
+  index_t m, n, k;
+  blas::operand a;
+  const T* b;  // B's first element (vector or matrix)
+  index_t ldb_or_inc;
+  bool b_trans;
+  T* c;
+};
+
+template <class T, int NB>
+void run_products(const std::vector<product_job<T, NB>>& jobs) {
+  for (auto& j : jobs) {
+    if (NB == 1) {
+      blas::gemv(j.device.id(), blas_type<T>(), j.m, j.k, j.a, j.b, j.ldb_or_inc, j.c, 1);
+    } else {
+      blas::gemm(j.device.id(), blas_type<T>(), j.m, j.n, j.k, j.a, blas::operand{j.b, j.ldb_or_inc, j.b_trans},
+                 j.c, j.m > 1 ? j.m : 1);
+    }
+  }
+}
+
+template <class T, int N>
+void make_resident_parts(const Layout<T, N>& l) {
+  for (auto& p : l.parts)
+    if (p.buf) rt::make_resident(*p.buf);
+}
+
+// B's rows [r0, r0 + len) on its part p (a vector or a matrix), as the BLAS sees them.
+template <class T, int NB>
+void b_operand(const Part<T, NB>& p, index_t r0, product_job<T, NB>& j) {
+  if constexpr (NB == 1) {
+    j.b = p.ptr + (r0 - p.origin[0]) * p.stride[0];
+    j.ldb_or_inc = p.extent[0] > 1 ? p.stride[0] : 1;
+  } else {
+    const auto op = *as_blas(p, r0 - p.origin[0], 0);
+    j.b = static_cast<const T*>(op.p);
+    j.ldb_or_inc = op.ld;
+    j.b_trans = op.trans;
+  }
+}
+
+template <class T, int NB>
+auto matmul_layouts(std::shared_ptr<const Layout<T, 2>> pa, std::shared_ptr<const Layout<T, NB>> pb,
+                    const Placement& result) {
+  const Layout<T, 2>& a0 = *pa;
+  const Layout<T, NB>& b0 = *pb;
+  const index_t m = a0.shape[0], k = a0.shape[1], kb = b0.shape[0];
+  const index_t n = NB == 2 ? b0.shape[NB - 1] : 1;
+  if (k != kb) {
+    throw dimension_mismatch("tessera::dimension_mismatch: matmul(A, B) with A " + shape_string<2>(a0.shape) +
+                             " and B " + shape_string<NB>(b0.shape) + ": A has " + std::to_string(k) +
+                             " columns and B " + std::to_string(kb) + " rows; they must be equal");
+  }
+  using Out = Array<T, NB>;
+  Shape<NB> cshape{};
+  cshape[0] = m;
+  if constexpr (NB == 2) cshape[1] = n;
+  const split sa = split_of(a0), sb = split_of(b0);
+  const bool k_split = sa == split::dim1 || (sb == split::dim0);
+  const bool natural = result.kind == Placement::kind_t::default_shard;
+  // Checked before anything is copied or allocated.
+  if (sa == split::dim0 && sb != split::whole) product_mismatch(a0, b0, "A is sharded along rows, so B must be whole");
+  if (sb == split::dim1 && sa != split::whole)
+    product_mismatch(a0, b0, "B is sharded along columns, so A must be whole");
+  // The devices that compute, and for a split inner dimension the blocks of k each one takes.
+  DeviceSet devs;
+  std::vector<std::pair<index_t, index_t>> kblock;  // origin, extent of k per device
+  if (k_split) {
+    const bool from_a = sa == split::dim1;
+    if (from_a) {
+      for (auto& p : a0.parts) devs.push_back(p.device), kblock.push_back({p.origin[1], p.extent[1]});
+    } else {
+      for (auto& p : b0.parts) devs.push_back(p.device), kblock.push_back({p.origin[0], p.extent[0]});
+    }
+    for (std::size_t d = 0; d < devs.size(); ++d) {
+      const auto* qa = part_on(a0, devs[d]);
+      const auto* qb = part_on(b0, devs[d]);
+      if (!qa || !qb) product_mismatch(a0, b0, "the inner dimension is split over " + device_list(devs) +
+                                                   ", and the other operand has no part on " + devs[d].name());
+      if (sa == split::dim1 && (qa->origin[1] != kblock[d].first || qa->extent[1] != kblock[d].second))
+        product_mismatch(a0, b0, "A's column blocks and B's row blocks differ");
+      if (sb == split::dim0 && (qb->origin[0] != kblock[d].first || qb->extent[0] != kblock[d].second))
+        product_mismatch(a0, b0, "A's column blocks and B's row blocks differ");
+    }
+    if (!natural && !(result.kind == Placement::kind_t::replicate ||
+                      (result.kind == Placement::kind_t::shard && result.dim == NB - 1))) {
+      throw invalid_argument("tessera: matmul(A, B, placement) with a split inner dimension combines the partial "
+                             "products by allreduce (replicate()) or reduce-scatter (shard(" +
+                             std::to_string(NB - 1) + ")); found another placement");
+    }
+    if (!natural && !result.devices.empty() && result.devices != devs) {
+      throw invalid_argument("tessera: matmul(A, B, placement): the partial products live on " + device_list(devs) +
+                             "; the result's placement names " + device_list(result.devices));
+    }
+  } else if (sa == split::dim0) {
+    devs = a0.devices();
+  } else if (sb == split::dim1) {
+    devs = b0.devices();
+  } else {
+    devs = a0.devices();
+  }
+  if (!natural && !k_split) {
+    // The result's placement follows from the operands'; a placement that names it is accepted.
+    const int cdim = sa == split::dim0 ? 0 : sb == split::dim1 ? NB - 1 : -1;
+    const bool same_devices = result.devices.empty() || result.devices == devs;
+    const bool one = devs.size() == 1;
+    const bool ok = same_devices && (one || (cdim >= 0 ? result.kind == Placement::kind_t::shard && result.dim == cdim
+                                                       : result.kind == Placement::kind_t::replicate));
+    if (!ok) {
+      throw invalid_argument("tessera: matmul(A, B, placement): with A " + describe_placement(a0) + " and B " +
+                             describe_placement(b0) + " the result is " +
+                             (one ? "on " + devs[0].name()
+                                  : cdim >= 0 ? "sharded along dim " + std::to_string(cdim) + " over " + device_list(devs)
+                                              : "replicated over " + device_list(devs)) +
+                             " (no communication); another placement is taken only when the inner dimension is split "
+                             "over the devices. Leave the placement out, or move the result afterwards.");
+    }
+  }
+  for (Device d : devs) {
+    if (!part_on(a0, d) || !part_on(b0, d))
+      product_mismatch(a0, b0, "both operands need a part on every computing device (" + device_list(devs) + ")");
+  }
+  // Contiguous copies where a part is a strided view.
+  pa = blas_layout<T, 2>(pa);
+  pb = blas_layout<T, NB>(pb);
+  const Layout<T, 2>& a = *pa;
+  const Layout<T, NB>& b = *pb;
+  make_resident_parts(a);
+  make_resident_parts(b);
+  const memory mem = a.mem;
+  std::vector<product_job<T, NB>> jobs;
+  if (!k_split) {
+    // C's boxes: A's row blocks, B's column blocks, or whole copies.
+    Geometry<NB> g{cshape, -1, false, {}};
+    if (sa == split::dim0) g.shard_dim = 0;
+    else if (sb == split::dim1) g.shard_dim = NB - 1;
+    else g.replicated = devs.size() > 1 || a.replicated;
+    for (Device d : devs) {
+      const auto& qa = *part_on(a, d);
+      const auto& qb = *part_on(b, d);
+      typename Geometry<NB>::Box box{d, {}, cshape};
+      if (sa == split::dim0) box.origin[0] = qa.origin[0], box.extent[0] = qa.extent[0];
+      if constexpr (NB == 2) {
+        if (sb == split::dim1) box.origin[1] = qb.origin[1], box.extent[1] = qb.extent[1];
+      }
+      g.boxes.push_back(box);
+    }
+    auto out = std::make_shared<const Layout<T, NB>>(allocate_layout<T, NB>(g, mem));
+    if (k == 0) {
+      assign_node(*out, Scalar<T>{T(0)}, par);
+      return Out(out);
+    }
+    for (std::size_t s = 0; s < devs.size(); ++s) {
+      const auto& qa = *part_on(a, devs[s]);
+      const auto& qb = *part_on(b, devs[s]);
+      const auto& qc = out->parts[s];
+      product_job<T, NB> j{devs[s], qc.extent[0], NB == 2 ? qc.extent[NB - 1] : 1, k, {}, nullptr, 1, false, qc.ptr};
+      if (volume<NB>(qc.extent) == 0) continue;
+      j.a = *as_blas(qa, qc.origin[0] - qa.origin[0], 0);
+      if constexpr (NB == 2) {
+        const auto op = *as_blas(qb, 0, qc.origin[1] - qb.origin[1]);
+        j.b = static_cast<const T*>(op.p);
+        j.ldb_or_inc = op.ld;
+        j.b_trans = op.trans;
+      } else {
+        b_operand<T, NB>(qb, 0, j);
+      }
+      jobs.push_back(j);
+    }
+    run_products<T, NB>(jobs);
+    return Out(out);
+  }
+  // The inner dimension is split: every device computes a full-size partial, then they combine.
+  Out partials(std::make_shared<const Layout<T, NB>>(
+      allocate_layout<T, NB>(geometry_from_placement<NB>(cshape, replicate(devs)), memory::device)));
+  const auto& pl = partials.layout();
+  bool any_work = false;
+  for (std::size_t s = 0; s < devs.size(); ++s) {
+    const auto& qa = *part_on(a, devs[s]);
+    const auto& qb = *part_on(b, devs[s]);
+    const auto [k0, kn] = kblock[s];
+    product_job<T, NB> j{devs[s], m, n, kn, {}, nullptr, 1, false, pl.parts[s].ptr};
+    if (m == 0 || n == 0) continue;
+    if (kn == 0) {
+      // This device holds none of the inner dimension: its partial is zero.
+      auto one = std::make_shared<Layout<T, NB>>(pl);
+      one->parts = {pl.parts[s]};
+      one->replicated = false;
+      assign_node(*one, Scalar<T>{T(0)}, par);
+      continue;
+    }
+    j.a = *as_blas(qa, 0, k0 - qa.origin[1]);
+    b_operand<T, NB>(qb, k0, j);
+    jobs.push_back(j);
+    any_work = true;
+  }
+  (void)any_work;
+  run_products<T, NB>(jobs);
+  if (result.kind == Placement::kind_t::shard) return reduce_scatter(partials, reduce_op::sum);
+  allreduce(partials, reduce_op::sum);
+  if (mem == memory::device) return partials;
+  Out c(std::make_shared<const Layout<T, NB>>(allocate_layout<T, NB>(geometry_of(pl), mem)));
+  assign_node(c.layout(), partials.leaf(), par);
+  return c;
+}
+
+}  // namespace detail
+
+/// transpose(A): A's transpose as a view (NumPy's A.T, Julia's transpose), sharing A's storage;
+/// a matrix sharded along rows gives a view sharded along columns. A vector gives its 1 x n row.
+template <class X>
+  requires detail::is_array_like<std::remove_cvref_t<X>>::value &&
+           (std::remove_cvref_t<X>::rank == 1 || std::remove_cvref_t<X>::rank == 2)
+auto transpose(const X& a) {
+  using T = typename std::remove_cvref_t<X>::value_type;
+  return View<T, 2>(detail::transposed(a.layout()));
+}
+
+/// matmul(A, B) for matrices and matmul(A, x) for a matrix and a vector (NumPy's A @ B, Julia's
+/// A * B), float or double: one BLAS call per device; the result's placement follows the
+/// operands' (see the header comment and docs/semantics.md). When the inner dimension is split
+/// over the devices, `result` chooses how partial products combine: replicate() (allreduce, the
+/// default) or shard(last dim) (reduce-scatter).
+template <detail::blas_array A, detail::blas_array B>
+  requires(std::remove_cvref_t<A>::rank == 2 && (std::remove_cvref_t<B>::rank == 1 || std::remove_cvref_t<B>::rank == 2))
+auto matmul(const A& a, const B& b, const Placement& result = {}) {
+  using T = typename std::remove_cvref_t<A>::value_type;
+  static_assert(std::is_same_v<T, typename std::remove_cvref_t<B>::value_type>,
+                "TESSERA_ELEMENT_TYPE_MISMATCH: matmul takes two float or two double operands; convert one with "
+                "Array<T, N>(cast<T>(x))");
+  constexpr int NB = std::remove_cvref_t<B>::rank;
+  a.layout();
+  b.layout();
+  return detail::matmul_layouts<T, NB>(a.layout_ptr(), b.layout_ptr(), result);
+}
+
+}  // namespace tessera
