@@ -26,6 +26,13 @@ namespace tessera::detail::cuda {
 #ifndef TESSERA_REDUCE_BLOCKS_PER_SM
 #define TESSERA_REDUCE_BLOCKS_PER_SM 8
 #endif
+// Resident blocks per SM the dims kernel is compiled for (registers capped at 64 per thread):
+// measured on an H200, sum(W .* x_row, dims(1)) of 10000 x 300000 float ran at 0.51x memcpy with
+// 1 (78+ registers, 2-3 blocks), 0.82x with 4 and 0.56x with 6 (spills); sum(x, dims(0)) and
+// dims(1) of 2^14 x 2^14 stayed at 1.04x and 0.96x.
+#ifndef TESSERA_DIMS_MIN_BLOCKS
+#define TESSERA_DIMS_MIN_BLOCKS 4
+#endif
 inline constexpr int reduce_threads = TESSERA_REDUCE_BLOCK;
 inline constexpr int reduce_unroll = TESSERA_REDUCE_UNROLL;
 
@@ -104,7 +111,7 @@ void run(const FullTask<Acc, H, E, Map, Op, N>& task, int device, int shard) {
 // -- along dims -----------------------------------------------------------------------------------
 
 template <class I, class Task>
-__global__ void __launch_bounds__(reduce_threads) dims_reduce_kernel(const Task t) {
+__global__ void __launch_bounds__(reduce_threads, TESSERA_DIMS_MIN_BLOCKS) dims_reduce_kernel(const Task t) {
   using H = typename Task::fold_type;
   using Acc = typename Task::acc_type;
   constexpr int K = Task::K;
@@ -116,7 +123,7 @@ __global__ void __launch_bounds__(reduce_threads) dims_reduce_kernel(const Task 
   const I n_out = static_cast<I>(t.n_out);
   // Accumulates in the result type, like CUB: converting every float to double halves the
   // bandwidth (measured on an H100: 0.44x -> 0.75x memcpy for sum(x, dims(k)) of 2^14 x 2^14).
-  // The vector paths index in 32 bits (plan_dims makes sure that suffices): the 64-bit kernel
+  // The vector paths index in 32 bits (choose_access makes sure that suffices): the 64-bit kernel
   // leaves them out, which keeps compile times down.
   constexpr bool vectors = sizeof(I) == 4;
   if constexpr (vectors) {
@@ -208,18 +215,15 @@ Task merge_dims(const Task& t) {
   return m;
 }
 
-// Decides how a dims reduction reads its shard (vector loads where the layout allows) and spreads
-// over the GPU: lanes per output, then chunks of the reduced range so that about two waves of
-// threads run. Returns the partial bytes needed.
+// Decides how a dims reduction reads its shard: 16-byte vector loads where the layout allows,
+// else the N-d evaluator one element at a time.
 template <class Task>
-std::size_t plan_dims(Task& t, int device) {
-  using H = typename Task::fold_type;
+void choose_access(Task& t) {
   constexpr int K = Task::K;
-  const index_t target = sm_count(device) * 2048 * 2;
   t.access = dims_access::scalar;
   // The vector paths index in 32 bits: vectors of the linear layout when every operand is
-  // contiguous (dims merged first), else N-d indices (vec_at, 64-bit offsets) when the operands
-  // are contiguous or broadcast along dim 0, as in sum(W .* x_row, dims(1)).
+  // contiguous (dims merged first), else run cursors with 64-bit offsets (Evaluator::run) when
+  // the operands are contiguous or broadcast along dim 0, as in sum(W .* x_row, dims(1)).
   const index_t volume = t.n_out * t.n_red;
   const bool small = t.n_red < narrow_index_limit && t.n_out < narrow_index_limit;
   const bool linear = t.mode == path::vector && volume / K < narrow_index_limit;
@@ -232,6 +236,30 @@ std::size_t plan_dims(Task& t, int device) {
       t = m;
     }
   }
+}
+
+// Outputs one block folds, and the blocks along x (outputs) of the grid.
+template <class Task>
+index_t outputs_per_block(const Task& t) {
+  return t.access == dims_access::vec_kept ? index_t(reduce_threads) * Task::K : index_t(reduce_threads / t.group);
+}
+template <class Task>
+index_t output_blocks(const Task& t, int device) {
+  const index_t per_block = outputs_per_block(t);
+  const index_t bx = (t.n_out + per_block - 1) / per_block;
+  const index_t cap = sm_count(device) * 64;
+  return bx < cap ? bx : cap;
+}
+
+// Spreads a dims reduction over the GPU: lanes per output, then chunks of the reduced range so
+// that about two waves of threads run, rounded to whole waves of `wave` resident blocks (2.05
+// waves ran at 0.68x of 2 for sum(W .* x_row, dims(1)) of 10000 x 300000). Returns the partial
+// bytes needed.
+template <class Task>
+std::size_t spread(Task& t, int device, index_t wave) {
+  using H = typename Task::fold_type;
+  constexpr int K = Task::K;
+  const index_t target = sm_count(device) * 2048 * 2;
   const bool reduced0 = t.nr > 0 && t.rdim[0] == 0;
   const index_t e0 = reduced0 ? t.rext[0] : (t.nk > 0 && t.kdim[0] == 0 ? t.kext[0] : 1);
   // Lanes per output: only when the contiguous dim is reduced (else threads of a warp read
@@ -244,9 +272,13 @@ std::size_t plan_dims(Task& t, int device) {
   const index_t min_chunk = static_cast<index_t>(t.group) * 64;  // enough work per lane to pay the partial
   if (threads < target && t.n_red > min_chunk) {
     chunks = (target + threads - 1) / threads;
+    const index_t bx = output_blocks(t, device);
+    const index_t waves = (bx * chunks + wave / 2) / wave;
+    if (waves >= 1) chunks = waves * wave / bx;
     const index_t most = (t.n_red + min_chunk - 1) / min_chunk;
     if (chunks > most) chunks = most;
     if (chunks > 65535) chunks = 65535;
+    if (chunks < 1) chunks = 1;
   }
   t.chunk = chunks > 1 ? (t.n_red + chunks - 1) / chunks : (t.n_red > 0 ? t.n_red : 1);
   // Vector runs start at multiples of K: chunk boundaries too.
@@ -255,25 +287,42 @@ std::size_t plan_dims(Task& t, int device) {
   return t.chunks > 1 ? static_cast<std::size_t>(t.chunks) * static_cast<std::size_t>(t.n_out) * sizeof(H) : 0;
 }
 
-// Queues one shard's dims reduction: plans it for this device (plan_dims), then one kernel, and
-// a second that folds the chunk partials when the reduced range was split.
+// Blocks of Kernel resident on one SM (the occupancy API, asked once per kernel: the GPUs of one
+// machine are of one kind).
+template <auto Kernel>
+index_t resident_blocks(int device) {
+  static const int blocks = [device] {
+    rt::set_device(device);
+    int b = 0;
+    if (cudaOccupancyMaxActiveBlocksPerMultiprocessor(&b, Kernel, reduce_threads, 0) != cudaSuccess) {
+      (void)cudaGetLastError();
+      b = 0;
+    }
+    return b > 0 ? b : 2048 / reduce_threads;
+  }();
+  return blocks;
+}
+
+// Queues one shard's dims reduction: plans it for this device, then one kernel, and a second
+// that folds the chunk partials when the reduced range was split.
 template <class Acc, class H, class E, class Map, class Op, int N>
 void run(const DimsTask<Acc, H, E, Map, Op, N>& task, int device, int shard) {
   using Task = DimsTask<Acc, H, E, Map, Op, N>;
   if (task.n_out == 0) return;
   Task t = task;
-  const std::size_t bytes = plan_dims(t, device);
-  if (bytes > 0) t.partial = static_cast<H*>(rt::scratch(device, bytes));
-  const index_t per_block = t.access == dims_access::vec_kept ? index_t(reduce_threads) * Task::K
-                                                              : index_t(reduce_threads / t.group);
-  const index_t cap = sm_count(device) * 64;
-  const dim3 grid(grid_blocks(t.n_out, per_block, cap), static_cast<unsigned>(t.chunks));
+  choose_access(t);
   const bool wide = t.wide && t.access == dims_access::scalar;
-  launch(wide ? &dims_reduce_kernel<std::int64_t, Task> : &dims_reduce_kernel<std::int32_t, Task>, grid,
-         reduce_threads, t, device, shard, "dims_reduce_kernel");
+  constexpr auto k64 = &dims_reduce_kernel<std::int64_t, Task>;
+  constexpr auto k32 = &dims_reduce_kernel<std::int32_t, Task>;
+  const auto kernel = wide ? k64 : k32;
+  const index_t per_sm = wide ? resident_blocks<k64>(device) : resident_blocks<k32>(device);
+  const std::size_t bytes = spread(t, device, sm_count(device) * per_sm);
+  if (bytes > 0) t.partial = static_cast<H*>(rt::scratch(device, bytes));
+  const dim3 grid(static_cast<unsigned>(output_blocks(t, device)), static_cast<unsigned>(t.chunks));
+  launch(kernel, grid, reduce_threads, t, device, shard, "dims_reduce_kernel");
   if (t.chunks > 1) {
-    launch(&dims_chunks_kernel<Task>, grid_blocks(t.n_out, reduce_threads, cap), reduce_threads, t, device, shard,
-           "dims_chunks_kernel");
+    launch(&dims_chunks_kernel<Task>, grid_blocks(t.n_out, reduce_threads, sm_count(device) * 64), reduce_threads, t,
+           device, shard, "dims_chunks_kernel");
   }
 }
 

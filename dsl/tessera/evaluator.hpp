@@ -39,6 +39,13 @@ struct alignas(K * sizeof(T) >= 16 ? 16 : K * sizeof(T)) vec_t {
   T v[K];
 };
 
+// Vectors along dim 0 on a run of a leaf (the N-d vector paths of reductions along dims, which
+// allow leaves broadcast along dim 0): vector q holds the K elements at p + q * step, or, for a
+// leaf broadcast along dim 0, the element there repeated. The planner allows it only where every
+// such vector is 16-byte aligned (ShardPlan::dim0_vectors).
+template <class T>
+struct LeafRun;
+
 template <class T, int N>
 struct LeafEval {
   using value_type = T;
@@ -61,19 +68,31 @@ struct LeafEval {
 #pragma unroll
     for (int j = 0; j < K; ++j) out[j] = v.v[j];
   }
-  // The K elements at idx, idx + e0, ... along dim 0 (idx[0] a multiple of K): one vector load, or,
-  // for a leaf broadcast along dim 0 (stride 0), one element repeated. The planner allows it only
-  // where every such vector is 16-byte aligned (ShardPlan::dim0_vectors).
-  template <int K, class I>
-  TS_HD void vec_at(const I* idx, T (&out)[K]) const {
+  // A cursor on a run of vectors starting at idx (idx[0] a multiple of K), vector q being K
+  // elements along dim 0 at q * step(d) elements from the start: see LeafRun.
+  template <class I>
+  TS_HD LeafRun<T> run(const I* idx, int d, index_t mult) const {
     index_t off = 0;  // 64-bit: the indices fit 32 bits, a broadcast operand's offsets may not
     for (int k = 0; k < N; ++k) off += static_cast<index_t>(idx[k]) * st[k];
-    if (st[0] == 0) {
-      const T v = p[off];
+    return {p + off, st[d] * mult, st[0] == 0};
+  }
+};
+
+template <class T>
+struct LeafRun {
+  using value_type = T;
+  const T* p;
+  index_t step;
+  bool bcast;
+  template <int K, class I>
+  TS_HD void vec(I q, T (&out)[K]) const {
+    const T* a = p + static_cast<index_t>(q) * step;
+    if (bcast) {
+      const T v = *a;
 #pragma unroll
       for (int j = 0; j < K; ++j) out[j] = v;
     } else {
-      const vec_t<T, K> v = *reinterpret_cast<const vec_t<T, K>*>(p + off);
+      const vec_t<T, K> v = *reinterpret_cast<const vec_t<T, K>*>(a);
 #pragma unroll
       for (int j = 0; j < K; ++j) out[j] = v.v[j];
     }
@@ -97,10 +116,9 @@ struct ScalarEval {
 #pragma unroll
     for (int j = 0; j < K; ++j) out[j] = value;
   }
-  template <int K, class I>
-  TS_HD void vec_at(const I*, T (&out)[K]) const {
-#pragma unroll
-    for (int j = 0; j < K; ++j) out[j] = value;
+  template <class I>
+  TS_HD ScalarEval run(const I*, int, index_t) const {
+    return *this;
   }
 };
 
@@ -124,11 +142,18 @@ struct IndexEval {
 #pragma unroll
     for (int j = 0; j < K; ++j) out[j] = base + static_cast<index_t>(chunk) * K + j;
   }
-  template <int K, class I>
-  TS_HD void vec_at(const I* idx, index_t (&out)[K]) const {
-    const index_t first = at(idx);
+  struct Run {
+    using value_type = index_t;
+    index_t first, step, st0;
+    template <int K, class I>
+    TS_HD void vec(I q, index_t (&out)[K]) const {
 #pragma unroll
-    for (int j = 0; j < K; ++j) out[j] = first + j * st[0];
+      for (int j = 0; j < K; ++j) out[j] = first + static_cast<index_t>(q) * step + j * st0;
+    }
+  };
+  template <class I>
+  TS_HD Run run(const I* idx, int d, index_t mult) const {
+    return {at(idx), st[d] * mult, st[0]};
   }
 };
 
@@ -150,9 +175,9 @@ struct NodeEval {
   TS_HD void vec(I chunk, value_type (&out)[K]) const {
     vec_impl<K>(chunk, out, std::index_sequence_for<E...>{});
   }
-  template <int K, class I>
-  TS_HD void vec_at(const I* idx, value_type (&out)[K]) const {
-    vec_at_impl<K>(idx, out, std::index_sequence_for<E...>{});
+  template <class I>
+  TS_HD auto run(const I* idx, int d, index_t mult) const {
+    return run_impl(idx, d, mult, std::index_sequence_for<E...>{});
   }
 
  private:
@@ -175,12 +200,10 @@ struct NodeEval {
 #pragma unroll
     for (int j = 0; j < K; ++j) out[j] = f(ev_get<S>(in).v[j]...);
   }
-  template <int K, class I, std::size_t... S>
-  TS_HD void vec_at_impl(const I* idx, value_type (&out)[K], std::index_sequence<S...>) const {
-    ev_tuple<lane<typename E::value_type, K>...> in;
-    (ev_get<S>(a).template vec_at<K>(idx, ev_get<S>(in).v), ...);
-#pragma unroll
-    for (int j = 0; j < K; ++j) out[j] = f(ev_get<S>(in).v[j]...);
+  template <class I, std::size_t... S>
+  TS_HD auto run_impl(const I* idx, int d, index_t mult, std::index_sequence<S...>) const {
+    using R = NodeEval<F, decltype(ev_get<S>(a).run(idx, d, mult))...>;
+    return R{f, {{ev_get<S>(a).run(idx, d, mult)}...}};
   }
 };
 

@@ -132,7 +132,7 @@ struct DimsTask {
   index_t kext[N > 0 ? N : 1] = {};
   index_t rext[N > 0 ? N : 1] = {};
   index_t cst[N > 0 ? N : 1] = {};   // the box's column-major strides (linear index of an N-d index)
-  // How the GPU spreads the work: set by the CUDA executor (plan_dims); the host folds each
+  // How the GPU spreads the work: set by the CUDA executor (choose_access, spread); the host folds each
   // output in one chunk.
   index_t chunk = 1;           // reduced elements per chunk
   int chunks = 1;
@@ -232,9 +232,7 @@ struct DimsTask {
     const int d0 = rdim[0];
     for_runs(idx, r0, r1, [&](const I* at, I run) {
       const I base = nd ? I(0) : vec_index(at);
-      I j[N > 0 ? N : 1];
-      for (int k = 0; k < N; ++k) j[k] = at[k];
-      const I j0 = j[d0];
+      const auto cursor = e.run(at, d0, K);  // nd: vector q of the run at q * K elements along d0
       const I n = run / K;
       for (I p = lane; p < n; p += static_cast<I>(lanes) * U) {
         value_type v[U][K];
@@ -242,12 +240,8 @@ struct DimsTask {
         for (int u = 0; u < U; ++u) {
           const I q = p + static_cast<I>(u) * lanes;
           if (q < n) {
-            if (nd) {
-              j[d0] = j0 + q * K;
-              e.template vec_at<K>(j, v[u]);
-            } else {
-              e.template vec<K>(base + q, v[u]);
-            }
+            if (nd) cursor.template vec<K>(q, v[u]);
+            else e.template vec<K>(base + q, v[u]);
           }
         }
 #pragma unroll
@@ -273,20 +267,14 @@ struct DimsTask {
     const int d0 = rdim[0];
     for_runs(idx, r0, r1, [&](const I* at, I run) {
       const I base = nd ? I(0) : vec_index(at);
-      I j[N > 0 ? N : 1];
-      for (int k = 0; k < N; ++k) j[k] = at[k];
-      const I j0 = j[d0];
+      const auto cursor = e.run(at, d0, 1);  // nd: vector p of the run, one element along d0 apart
       for (I p = 0; p < run; p += U) {
         value_type v[U][K];
 #pragma unroll
         for (int u = 0; u < U; ++u) {
           if (p + u < run) {
-            if (nd) {
-              j[d0] = j0 + p + u;
-              e.template vec_at<K>(j, v[u]);
-            } else {
-              e.template vec<K>(base + (p + u) * step, v[u]);
-            }
+            if (nd) cursor.template vec<K>(p + u, v[u]);
+            else e.template vec<K>(base + (p + u) * step, v[u]);
           }
         }
 #pragma unroll
