@@ -37,7 +37,7 @@ ensure_tools() {
     say "  install doctest and pass its location, e.g. CMAKE_ARGS=-Ddoctest_DIR=/path/lib/cmake/doctest"
   fi
   # OpenBLAS runs matrix products on host devices; without it CMake takes any CBLAS, else loops.
-  if ls /usr/lib/libopenblas.so /usr/lib/*/libopenblas.so /usr/lib/*/openblas*/libopenblas.so >/dev/null 2>&1; then
+  if compgen -G "/usr/lib/*/libopenblas.so" >/dev/null || compgen -G "/usr/lib/libopenblas.so" >/dev/null; then
     say "OpenBLAS: found"
   elif command -v apt-get >/dev/null 2>&1 && as_root true; then
     say "OpenBLAS: missing, installing it: apt-get install -y libopenblas-dev"
