@@ -4,6 +4,7 @@
 #include <cstddef>
 #include <stdexcept>
 #include <string>
+#include <utility>
 
 namespace tessera {
 
@@ -46,6 +47,13 @@ struct out_of_memory : error {
 // A failing CUDA, NCCL or system call: names the call, the device and the shard.
 struct backend_error : error {
   using error::error;
+};
+
+// A user kernel that does not compile: the message holds the compiler's log, whose line numbers
+// are those of the user's source; `log` holds the log alone.
+struct compile_error : error {
+  compile_error(const std::string& what, std::string compiler_log) : error(what), log(std::move(compiler_log)) {}
+  std::string log;
 };
 
 }  // namespace tessera

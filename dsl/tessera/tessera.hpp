@@ -22,3 +22,5 @@
 #include <tessera/reduce_dims.hpp>
 #include <tessera/collective.hpp>
 #include <tessera/linalg.hpp>
+#include <tessera/kernel.hpp>
+#include <tessera/elementwise_kernel.hpp>

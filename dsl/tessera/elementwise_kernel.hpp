@@ -1,0 +1,545 @@
+// SPDX-License-Identifier: Apache-2.0
+// Tessera: CuPy's ElementwiseKernel and ReductionKernel over sharded arrays. The parameter lists
+// ("float32 x, T y") and bodies are CuPy's; the inputs broadcast by the DSL's (Julia's) rules; a
+// kernel is generated per signature (element types, rank) and compiled by NVRTC for GPUs or by the
+// system C++ compiler for host devices (backend/rtc), then runs once per shard. The generated GPU
+// code has the fused DSL kernel's three paths: 16-byte vector loads when every operand is
+// contiguous and aligned, linear, and cartesian (N-d index and strides).
+#pragma once
+#include <tessera/instantiate.hpp>
+#include <tessera/kernel.hpp>
+#include <tessera/transfer.hpp>
+
+#include <map>
+#include <sstream>
+#include <string>
+#include <tuple>
+#include <vector>
+
+namespace tessera {
+namespace detail {
+
+struct KParam {
+  std::string type;  // as written: float32, double, T...
+  std::string name;
+};
+
+inline std::string trim(const std::string& s) {
+  const auto b = s.find_first_not_of(" \t\n");
+  const auto e = s.find_last_not_of(" \t\n");
+  return b == std::string::npos ? "" : s.substr(b, e - b + 1);
+}
+
+inline std::vector<KParam> parse_params(const std::string& list, const std::string& kernel, const char* which) {
+  std::vector<KParam> out;
+  std::stringstream ss(list);
+  std::string item;
+  while (std::getline(ss, item, ',')) {
+    item = trim(item);
+    if (item.empty()) continue;
+    const auto sp = item.find_last_of(" \t");
+    if (sp == std::string::npos) {
+      throw invalid_argument("tessera: kernel '" + kernel + "': " + which + " parameter '" + item +
+                             "': expected '<type> <name>', e.g. 'float32 x' or 'T x'");
+    }
+    out.push_back({trim(item.substr(0, sp)), trim(item.substr(sp + 1))});
+  }
+  return out;
+}
+
+// The C type of a CuPy or C type name; "" for a placeholder (a type parameter such as T).
+inline std::string c_type_of(const std::string& t) {
+  static const std::map<std::string, std::string> names = {
+      {"float32", "float"}, {"float", "float"}, {"float64", "double"}, {"double", "double"},
+      {"int32", "int"},     {"int", "int"},     {"int64", "long long"}, {"long long", "long long"},
+      {"bool", "bool"}};
+  auto it = names.find(t);
+  return it == names.end() ? "" : it->second;
+}
+
+template <class T>
+std::string c_type() {
+  if constexpr (std::is_same_v<T, float>) return "float";
+  else if constexpr (std::is_same_v<T, double>) return "double";
+  else if constexpr (std::is_same_v<T, std::int32_t>) return "int";
+  else if constexpr (std::is_same_v<T, std::int64_t>) return "long long";
+  else if constexpr (std::is_same_v<T, bool>) return "bool";
+  else return "";
+}
+
+// The operand structs of generated kernels (prepended to their source, GPU and host alike).
+inline const char* generated_preamble() {
+  return R"(namespace tessera {
+template <class T, int N> struct operand { T* p; long long st[N]; };
+template <int N> struct box { long long ext[N]; long long n; int path; };
+template <class T> struct alignas(16) vec4 { T v[4]; };
+}
+#ifdef __CUDACC_RTC__
+#define TESSERA_HD __device__ __forceinline__
+#else
+#include <cmath>
+#include <algorithm>
+using namespace std;
+#define TESSERA_HD inline
+#endif
+)";
+}
+
+// Per-shard description of one operand: a pointer and strides over the shard's box (stride 0 on
+// broadcast dims), as the generated kernels read it.
+template <int R>
+struct OperandArg {
+  void* p;
+  long long st[R];
+};
+template <int R>
+struct BoxArg {
+  long long ext[R];
+  long long n;
+  int path;  // 0: vector, 1: linear, 2: cartesian
+};
+
+// Where operand x (rank M <= R) is read for the box (origin, extent) of an output of shape `shape`.
+template <class T, int M, int R>
+OperandArg<R> operand_for(const Layout<T, M>& l, Device d, const Shape<R>& shape, const Shape<R>& origin,
+                          const Shape<R>& extent, const std::string& kernel, int position, bool& linear,
+                          bool& aligned) {
+  index_t lo[M > 0 ? M : 1], len[M > 0 ? M : 1];
+  bool bcast[M > 0 ? M : 1];
+  for (int k = 0; k < M; ++k) {
+    bcast[k] = l.shape[k] != shape[k];
+    lo[k] = bcast[k] ? 0 : origin[k];
+    len[k] = bcast[k] ? 1 : extent[k];
+  }
+  const Part<T, M>* found = nullptr;
+  for (auto& q : l.parts) {
+    if (!(q.device == d) || q.ptr == nullptr) continue;
+    bool ok = true;
+    for (int k = 0; k < M && ok; ++k) ok = q.origin[k] <= lo[k] && lo[k] + len[k] <= q.origin[k] + q.extent[k];
+    if (ok) {
+      found = &q;
+      break;
+    }
+  }
+  if (!found) {
+    throw placement_mismatch("tessera::placement_mismatch: kernel '" + kernel + "', argument #" +
+                             std::to_string(position) + " (" + shape_string<M>(l.shape) + ", " +
+                             describe_placement(l) + ") has no part on " + d.name() +
+                             " holding the indices the output computes there. Fix: give it the output's placement, "
+                             "or replicate() it.");
+  }
+  if (found->buf) rt::make_resident(*found->buf);
+  OperandArg<R> a{};
+  index_t off = 0, acc = 1;
+  for (int k = 0; k < M; ++k) off += (lo[k] - found->origin[k]) * found->stride[k];
+  for (int k = 0; k < R; ++k) {
+    a.st[k] = k < M && !bcast[k] ? found->stride[k] : 0;
+    if (extent[k] != 1 && a.st[k] != acc) linear = false;
+    acc *= extent[k];
+  }
+  a.p = found->ptr + off;
+  if (reinterpret_cast<std::uintptr_t>(a.p) % 16 != 0) aligned = false;
+  return a;
+}
+
+template <class X>
+constexpr int rank_of() {
+  using V = std::remove_cvref_t<X>;
+  if constexpr (is_array_like<V>::value) return V::rank;
+  else return 0;
+}
+
+template <class X>
+std::string type_of_arg() {
+  using V = std::remove_cvref_t<X>;
+  if constexpr (is_array_like<V>::value) return c_type<typename V::value_type>();
+  else return c_type<V>();
+}
+
+// Resolves every parameter's C type: concrete names map directly; a placeholder takes the type
+// of the first argument bound to it. `arg_types` are the C types of the arguments given so far.
+inline std::vector<std::string> resolve_types(const std::vector<KParam>& params, const std::vector<std::string>& arg_types,
+                                              std::map<std::string, std::string>& bound, const std::string& kernel) {
+  std::vector<std::string> out;
+  for (std::size_t i = 0; i < params.size(); ++i) {
+    std::string c = c_type_of(params[i].type);
+    if (c.empty()) {
+      auto it = bound.find(params[i].type);
+      if (it != bound.end()) c = it->second;
+      else if (i < arg_types.size() && !arg_types[i].empty()) c = bound[params[i].type] = arg_types[i];
+      else {
+        throw invalid_argument("tessera: kernel '" + kernel + "': the type of parameter '" + params[i].name + "' (" +
+                               params[i].type + ") is not fixed by any argument; pass that output explicitly");
+      }
+    }
+    out.push_back(c);
+  }
+  return out;
+}
+
+// One argument of a generated kernel: its C type, name, and whether it is an array.
+struct GenArg {
+  std::string type, name;
+  bool array;
+};
+
+// The source of an elementwise kernel over rank R: tessera_body(inputs..., outputs..., i) holds
+// the user's operation; tessera_elementwise (GPU) and tessera_elementwise_host run it per element.
+inline std::string elementwise_source(const std::vector<GenArg>& in, const std::vector<GenArg>& out, int R,
+                                      const std::string& body, const std::string& user_preamble,
+                                      const std::string& name) {
+  std::ostringstream o;
+  o << generated_preamble() << user_preamble << "\n";
+  o << "TESSERA_HD void tessera_body(";
+  for (auto& a : in) o << "const " << a.type << "& " << a.name << ", ";
+  for (auto& a : out) o << a.type << "& " << a.name << ", ";
+  o << "long long i) {\n#line 1 \"" << name << "\"\n" << body << ";\n}\n#line 1 \"" << name
+    << " (generated)\"\n";
+  // Arguments: operands (arrays) or values (scalar inputs), then the box.
+  auto params = [&](bool host) {
+    std::ostringstream p;
+    int k = 0;
+    for (auto& a : in) {
+      if (host) {
+        if (a.array) p << "  auto& _a" << k << " = *static_cast<tessera::operand<const " << a.type << ", " << R << ">*>(_args[" << k << "]);\n";
+        else p << "  const " << a.type << " _a" << k << " = *static_cast<const " << a.type << "*>(_args[" << k << "]);\n";
+      } else {
+        p << (k ? ", " : "") << (a.array ? "tessera::operand<const " + a.type + ", " + std::to_string(R) + "> " : "const " + a.type + " ") << "_a" << k;
+      }
+      ++k;
+    }
+    int j = 0;
+    for (auto& a : out) {
+      if (host) p << "  auto& _o" << j << " = *static_cast<tessera::operand<" << a.type << ", " << R << ">*>(_args[" << k << "]);\n";
+      else p << (k ? ", " : "") << "tessera::operand<" << a.type << ", " << R << "> _o" << j;
+      ++j, ++k;
+    }
+    if (host) p << "  auto& _b = *static_cast<tessera::box<" << R << ">*>(_args[" << k << "]);\n";
+    else p << ", tessera::box<" << R << "> _b";
+    return p.str();
+  };
+  // The call of the body for element _i at offsets given by `at(name)`.
+  auto call = [&](auto at_in, auto at_out) {
+    std::ostringstream c;
+    for (std::size_t j = 0; j < out.size(); ++j) c << out[j].type << " _r" << j << "; ";
+    c << "tessera_body(";
+    for (std::size_t k = 0; k < in.size(); ++k) c << (in[k].array ? at_in(k) : "_a" + std::to_string(k)) << ", ";
+    for (std::size_t j = 0; j < out.size(); ++j) c << "_r" << j << ", ";
+    c << "_i); ";
+    for (std::size_t j = 0; j < out.size(); ++j) c << at_out(j) << " = _r" << j << "; ";
+    return c.str();
+  };
+  auto linear_in = [](std::size_t k) { return "_a" + std::to_string(k) + ".p[_i]"; };
+  auto linear_out = [](std::size_t j) { return "_o" + std::to_string(j) + ".p[_i]"; };
+  auto cart_in = [](std::size_t k) { return "_a" + std::to_string(k) + ".p[_off(_a" + std::to_string(k) + ".st)]"; };
+  auto cart_out = [](std::size_t j) { return "_o" + std::to_string(j) + ".p[_off(_o" + std::to_string(j) + ".st)]"; };
+  auto cartesian = [&](const char* loop) {
+    std::ostringstream c;
+    c << "    " << loop << " {\n      long long _x[" << R << "], _r = _i;\n"
+      << "      for (int _k = 0; _k < " << R << "; ++_k) { _x[_k] = _k + 1 < " << R
+      << " ? _r % _b.ext[_k] : _r; _r = _k + 1 < " << R << " ? _r / _b.ext[_k] : 0; }\n"
+      << "      auto _off = [&](const long long* _st) { long long _o = 0; for (int _k = 0; _k < " << R
+      << "; ++_k) _o += _x[_k] * _st[_k]; return _o; };\n      " << call(cart_in, cart_out) << "\n    }\n";
+    return c.str();
+  };
+  // GPU: the fused kernel's three paths; two vectors of 4 elements in flight per thread.
+  o << "#ifdef __CUDACC_RTC__\nextern \"C\" __global__ void tessera_elementwise(" << params(false) << ") {\n"
+    << "  const long long _n = _b.n;\n"
+    << "  const long long _tid = (long long)blockIdx.x * blockDim.x + threadIdx.x;\n"
+    << "  const long long _threads = (long long)gridDim.x * blockDim.x;\n"
+    << "  if (_b.path == 0) {\n    const long long _chunks = _n / 4;\n"
+    << "    for (long long _c0 = _tid; _c0 < _chunks; _c0 += 2 * _threads) {\n";
+  for (std::size_t k = 0; k < in.size(); ++k)
+    if (in[k].array) o << "      tessera::vec4<" << in[k].type << "> _v" << k << "[2];\n";
+  o << "#pragma unroll\n      for (int _u = 0; _u < 2; ++_u) {\n        const long long _c = _c0 + _u * _threads;\n"
+    << "        if (_c < _chunks) {";
+  for (std::size_t k = 0; k < in.size(); ++k)
+    if (in[k].array) o << " _v" << k << "[_u] = reinterpret_cast<const tessera::vec4<" << in[k].type << ">*>(_a" << k << ".p)[_c];";
+  o << " }\n      }\n#pragma unroll\n      for (int _u = 0; _u < 2; ++_u) {\n        const long long _c = _c0 + _u * _threads;\n"
+    << "        if (_c < _chunks) {\n";
+  for (std::size_t j = 0; j < out.size(); ++j) o << "          tessera::vec4<" << out[j].type << "> _w" << j << ";\n";
+  o << "#pragma unroll\n          for (int _j = 0; _j < 4; ++_j) {\n            const long long _i = _c * 4 + _j;\n            "
+    << call([](std::size_t k) { return "_v" + std::to_string(k) + "[_u].v[_j]"; },
+            [](std::size_t j) { return "_w" + std::to_string(j) + ".v[_j]"; })
+    << "\n          }\n";
+  for (std::size_t j = 0; j < out.size(); ++j)
+    o << "          reinterpret_cast<tessera::vec4<" << out[j].type << ">*>(_o" << j << ".p)[_c] = _w" << j << ";\n";
+  o << "        }\n      }\n    }\n"
+    << "    for (long long _i = _chunks * 4 + _tid; _i < _n; _i += _threads) { " << call(linear_in, linear_out) << "}\n"
+    << "  } else if (_b.path == 1) {\n"
+    << "    for (long long _i = _tid; _i < _n; _i += _threads) { " << call(linear_in, linear_out) << "}\n"
+    << "  } else {\n" << cartesian("for (long long _i = _tid; _i < _n; _i += _threads)") << "  }\n}\n#else\n";
+  // Host: the same body in loops, through one pointer to each argument.
+  o << "extern \"C\" void tessera_elementwise_host(void** _args) {\n" << params(true)
+    << "  const long long _n = _b.n;\n  if (_b.path != 2) {\n"
+    << "    for (long long _i = 0; _i < _n; ++_i) { " << call(linear_in, linear_out) << "}\n  } else {\n"
+    << cartesian("for (long long _i = 0; _i < _n; ++_i)") << "  }\n}\n#endif\n";
+  return o.str();
+}
+
+// Adds a scalar argument as the C type the kernel declares for it.
+template <class V>
+void pack_scalar(ArgPack& pack, V v, const std::string& type) {
+  if (type == "float") pack.add(static_cast<float>(v));
+  else if (type == "double") pack.add(static_cast<double>(v));
+  else if (type == "int") pack.add(static_cast<std::int32_t>(v));
+  else if (type == "long long") pack.add(static_cast<std::int64_t>(v));
+  else pack.add(static_cast<bool>(v));
+}
+
+// The compiled forms of one generated kernel: per device on GPUs, one host function.
+struct Generated {
+  std::shared_ptr<KernelState> gpu;
+  std::string host_code;
+  void* host_fn = nullptr;
+  std::mutex m;
+  void* host(const std::string& name) {
+    std::lock_guard<std::mutex> g(m);
+    if (!host_fn) host_fn = rtc::host_symbol(host_code, "tessera_elementwise_host", name);
+    return host_fn;
+  }
+};
+
+}  // namespace detail
+
+/// ElementwiseKernel(in_params, out_params, operation, name[, preamble, options]): CuPy's
+/// ElementwiseKernel. `in_params`/`out_params` list "<type> <name>" (float32, float64, int32, int64,
+/// bool, their C names, or a placeholder such as T bound by the arguments); `operation` is C++ over
+/// those names (and `i`, the element's index in its shard). Inputs may be arrays or scalars and
+/// broadcast by the DSL's rules. k(x, y) allocates the output (the first sharded input's placement;
+/// its element type is the first array argument's, or Out in k.call<Out>(x, y)); k(x, y, z) writes
+/// z and returns it (sharing its storage). Runs on GPUs (NVRTC) and on host devices (the system
+/// C++ compiler), once per shard.
+class ElementwiseKernel {
+ public:
+  ElementwiseKernel(std::string in_params, std::string out_params, std::string operation, std::string name,
+                    std::string preamble = "", std::vector<std::string> options = {})
+      : s_(std::make_shared<shared>()) {
+    s_->in = detail::parse_params(in_params, name, "input");
+    s_->out = detail::parse_params(out_params, name, "output");
+    if (s_->out.size() != 1) {
+      throw invalid_argument("tessera: ElementwiseKernel '" + name + "': expected one output parameter, found " +
+                             std::to_string(s_->out.size()));
+    }
+    s_->body = std::move(operation);
+    s_->name = std::move(name);
+    s_->preamble = std::move(preamble);
+    s_->options = std::move(options);
+  }
+
+  template <detail::kernel_arg... A>
+  auto operator()(const A&... args) const {
+    return call<void>(args...);
+  }
+
+  template <class Out, detail::kernel_arg... A>
+  auto call(const A&... args) const;
+
+  const std::string& name() const { return s_->name; }
+
+ private:
+  struct shared {
+    std::vector<detail::KParam> in, out;
+    std::string body, name, preamble;
+    std::vector<std::string> options;
+    std::mutex m;
+    std::map<std::string, std::shared_ptr<detail::Generated>> generated;  // by signature
+  };
+  std::shared_ptr<shared> s_;
+
+  template <class First, class... Rest>
+  static auto first_array_type() {
+    using V = std::remove_cvref_t<First>;
+    if constexpr (is_array_like_v<V>) return typename V::value_type{};
+    else if constexpr (sizeof...(Rest) > 0) return first_array_type<Rest...>();
+    else return float{};
+  }
+  template <class X>
+  static constexpr bool is_array_like_v = detail::is_array_like<X>::value;
+
+  friend struct elementwise_access;
+};
+
+template <class Out, detail::kernel_arg... A>
+auto ElementwiseKernel::call(const A&... args) const {
+  using namespace detail;
+  using T0 = decltype(first_array_type<A...>());
+  using OutT = std::conditional_t<std::is_void_v<Out>, T0, Out>;
+  constexpr int R = [] {
+    int r = 0;
+    ((r = rank_of<A>() > r ? rank_of<A>() : r), ...);
+    return r;
+  }();
+  static_assert(R >= 1, "TESSERA_KERNEL_NEEDS_AN_ARRAY: pass at least one Array or View to an ElementwiseKernel");
+  const std::string& kname = s_->name;
+  const std::size_t n_in = s_->in.size(), n = sizeof...(A);
+  if (n != n_in && n != n_in + 1) {
+    throw invalid_argument("tessera: ElementwiseKernel '" + kname + "' takes " + std::to_string(n_in) + " inputs (and " +
+                           "optionally its output); found " + std::to_string(n) + " arguments");
+  }
+  const bool given_out = n == n_in + 1;
+  // Types: placeholders bind to the arguments' types in order (inputs, then the output if given).
+  std::vector<std::string> arg_types = {type_of_arg<A>()...};
+  std::vector<bool> is_array = {is_array_like<std::remove_cvref_t<A>>::value...};
+  std::map<std::string, std::string> bound;
+  std::vector<KParam> all = s_->in;
+  all.push_back(s_->out[0]);
+  const auto types = resolve_types(all, given_out ? arg_types : std::vector<std::string>(arg_types.begin(), arg_types.end()),
+                                   bound, kname);
+  for (std::size_t k = 0; k < n; ++k) {
+    if (is_array[k] && types[k] != arg_types[k]) {
+      throw invalid_argument("tessera: ElementwiseKernel '" + kname + "', argument #" + std::to_string(k + 1) + " (" +
+                             all[k].name + "): expected an array of " + types[k] + ", found " + arg_types[k]);
+    }
+  }
+  if (types[n_in] != c_type<OutT>()) {
+    throw invalid_argument("tessera: ElementwiseKernel '" + kname + "': the output '" + s_->out[0].name + "' is " +
+                           types[n_in] + ", but the call returns an array of " + c_type<OutT>() +
+                           "; use k.call<T>(...) with T its type, or pass the output");
+  }
+  // The output's shape: the inputs' shapes broadcast (Julia's rule), or the given output's.
+  Shape<R> shape{};
+  for (int k = 0; k < R; ++k) shape[k] = 1;
+  const Layout<OutT, R>* out_layout = nullptr;
+  std::shared_ptr<const Layout<OutT, R>> owned;
+  std::size_t pos = 0;
+  auto fold_shape = [&](const auto& x) {
+    using V = std::remove_cvref_t<decltype(x)>;
+    if constexpr (is_array_like<V>::value) {
+      if (pos < n_in) shape = broadcast_into<R, V::rank>(shape, R, x.shape());
+      else if constexpr (std::is_same_v<typename V::value_type, OutT> && V::rank == R) out_layout = &x.layout();
+      else throw invalid_argument("tessera: ElementwiseKernel '" + kname + "': the output must be an array of rank " + std::to_string(R));
+    } else if (pos >= n_in) {
+      throw invalid_argument("tessera: ElementwiseKernel '" + kname + "': the output must be an array, found a scalar");
+    }
+    ++pos;
+  };
+  (fold_shape(args), ...);
+  if (out_layout) {
+    check_assignable<R, R>(out_layout->shape, shape);
+    shape = out_layout->shape;
+  } else {
+    // The first sharded input's placement (along a dim it does not broadcast), else the first
+    // single-device, else replicated input, else the default placement.
+    LayoutChoice<R> choice;
+    pos = 0;
+    auto consider = [&](const auto& x) {
+      using V = std::remove_cvref_t<decltype(x)>;
+      if constexpr (is_array_like<V>::value) {
+        if (pos < n_in) choose<R>(ArrayLeaf<typename V::value_type, V::rank>{x.layout_ptr()}, shape, choice);
+      }
+      ++pos;
+    };
+    (consider(args), ...);
+    const Geometry<R> g = choice.priority ? choice.g : geometry_from_placement<R>(shape, Placement{});
+    owned = std::make_shared<const Layout<OutT, R>>(allocate_layout<OutT, R>(g, choice.mem));
+    out_layout = owned.get();
+  }
+  // The generated kernel of this signature.
+  std::string sig = std::to_string(R);
+  for (std::size_t k = 0; k < n_in; ++k) sig += " " + types[k] + (is_array[k] ? "[]" : "");
+  sig += " -> " + types[n_in];
+  std::shared_ptr<Generated> gen;
+  {
+    std::lock_guard<std::mutex> g(s_->m);
+    auto& slot = s_->generated[sig];
+    if (!slot) {
+      std::vector<GenArg> in, out{{types[n_in], s_->out[0].name, true}};
+      for (std::size_t k = 0; k < n_in; ++k) in.push_back({types[k], s_->in[k].name, static_cast<bool>(is_array[k])});
+      slot = std::make_shared<Generated>();
+      slot->gpu = std::make_shared<KernelState>();
+      const std::string code = elementwise_source(in, out, R, s_->body, s_->preamble, kname);
+      slot->gpu->src = {code, "tessera_elementwise", s_->options, kname};
+      slot->host_code = code;
+    }
+    gen = slot;
+  }
+  // Plan every shard (placement errors leave every array intact), then run them.
+  struct shard_run {
+    ArgPack pack;
+    Device device;
+    int index;
+    index_t n;
+    bool vec;
+  };
+  std::vector<shard_run> runs;
+  for (std::size_t s = 0; s < out_layout->parts.size(); ++s) {
+    const auto& p = out_layout->parts[s];
+    const index_t count = volume<R>(p.extent);
+    if (count == 0) continue;
+    bool linear = true, aligned = true;
+    shard_run run{{}, p.device, static_cast<int>(s), count, false};
+    pos = 0;
+    auto pack_one = [&](const auto& x) {
+      using V = std::remove_cvref_t<decltype(x)>;
+      if (pos < n_in) {
+        if constexpr (is_array_like<V>::value) {
+          run.pack.add(operand_for<typename V::value_type, V::rank, R>(x.layout(), p.device, shape, p.origin, p.extent,
+                                                                       kname, static_cast<int>(pos) + 1, linear, aligned));
+        } else if constexpr (std::is_arithmetic_v<V>) {
+          pack_scalar(run.pack, x, types[pos]);
+        }
+      }
+      ++pos;
+    };
+    (pack_one(args), ...);
+    OperandArg<R> o{};
+    o.p = p.ptr;
+    index_t acc = 1;
+    for (int k = 0; k < R; ++k) {
+      o.st[k] = p.stride[k];
+      if (p.extent[k] != 1 && p.stride[k] != acc) linear = false;
+      acc *= p.extent[k];
+    }
+    if (reinterpret_cast<std::uintptr_t>(p.ptr) % 16 != 0) aligned = false;
+    if (p.buf) rt::make_resident(*p.buf);
+    run.pack.add(o);
+    // Vectors of 4 elements: every operand 4 or 8 bytes wide, so each vector is 16-byte aligned.
+    bool wide_enough = true;
+    for (std::size_t k = 0; k <= n_in; ++k) {
+      const std::string& t = types[k];
+      if ((k == n_in || is_array[k]) && !(t == "float" || t == "int" || t == "double" || t == "long long"))
+        wide_enough = false;
+    }
+    BoxArg<R> b{};
+    for (int k = 0; k < R; ++k) b.ext[k] = p.extent[k];
+    b.n = count;
+    b.path = linear ? (aligned && wide_enough ? 0 : 1) : 2;
+    run.vec = b.path == 0;
+    run.pack.add(b);
+    runs.push_back(std::move(run));
+  }
+  rt::device_restorer restore;
+  for (auto& r : runs) {
+    if (r.device.is_host()) {
+      reinterpret_cast<void (*)(void**)>(gen->host(kname))(r.pack.pointers());
+      continue;
+    }
+    const int id = r.device.id();
+    void* fn = gen->gpu->function(id);
+    const index_t sms = rt::info(id).sm_count > 0 ? rt::info(id).sm_count : 1;
+    const index_t work = r.vec ? (r.n / 4 + 1) / 2 : r.n;
+    index_t blocks = (work + 255) / 256;
+    const index_t cap = r.vec ? index_t(0x7fffffff) : sms * 64;
+    blocks = blocks < 1 ? 1 : blocks > cap ? cap : blocks;
+    const unsigned g3[3] = {static_cast<unsigned>(blocks), 1, 1}, b3[3] = {256, 1, 1};
+    rtc::launch(fn, id, r.index, g3, b3, 0, r.pack.pointers(), kname);
+  }
+  if (owned) return Array<OutT, R>(owned);
+  // A given output: a handle sharing its storage (CuPy returns the output array itself).
+  std::shared_ptr<const Layout<OutT, R>> shared_out;
+  pos = 0;
+  auto grab = [&](const auto& x) {
+    using V = std::remove_cvref_t<decltype(x)>;
+    if constexpr (is_array_like<V>::value) {
+      if constexpr (std::is_same_v<typename V::value_type, OutT> && V::rank == R) {
+        if (pos == n_in) shared_out = x.layout_ptr();
+      }
+    }
+    ++pos;
+  };
+  (grab(args), ...);
+  return Array<OutT, R>(shared_out);
+}
+
+}  // namespace tessera
