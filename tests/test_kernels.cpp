@@ -197,5 +197,67 @@ TEST_CASE("the generated elementwise source compiles for sm_90 (checked without 
     const std::string code = tessera::detail::elementwise_source({{"float", "x", true}, {"double", "c", false}},
                                                                   {{"float", "z", true}}, rank, "z = x * c", "", "gen");
     CHECK_NOTHROW((void)rtc::cubin({code, "tessera_elementwise", {}, "gen"}, 90));
+    const std::string red = tessera::detail::reduction_source({{"float", "x", true}}, {"double", "y", true}, "double",
+                                                              rank, "x * x", "a + b", "y = sqrt(a)", "0", "", "red");
+    for (const char* k : {"tessera_reduction", "tessera_reduction_final", "tessera_reduction_post"})
+      CHECK_NOTHROW((void)rtc::cubin({red, k, {}, "red"}, 90));
   }
+}
+
+TEST_CASE("ReductionKernel folds every shard and combines them like the built-in reductions") {
+  ReductionKernel l2norm("T x", "T y", "x * x", "a + b", "y = sqrt(a)", "0", "l2norm");
+  ReductionKernel dotk("float32 x, float32 w", "float64 y", "(double)x * w", "a + b", "y = a", "0", "dotk");
+  ReductionKernel count_pos("float64 x", "int64 y", "x > 0 ? 1 : 0", "a + b", "y = a", "0", "count_pos");
+  ReductionKernel maxk("T x", "T y", "x", "a > b ? a : b", "y = a", "-1e300", "maxk");
+  for_each_case([&](const DeviceSet& ds, std::size_t n) {
+    const auto xv = random_values<double>(n);
+    Array<double, 1> x = put(xv, ds);
+    double ss = 0, mx = -1e300;
+    std::int64_t pos = 0;
+    for (double v : xv) ss += v * v, pos += v > 0, mx = std::max(mx, v);
+    CHECK(l2norm(x) == doctest::Approx(std::sqrt(ss)).epsilon(1e-12));
+    CHECK(count_pos.call<std::int64_t>(x) == pos);
+    CHECK(maxk(x) == mx);
+    // Broadcast inputs: a vector against a scalar weight and a float array.
+    const auto fv = random_values<float>(n);
+    Array<float, 1> f = put(fv, ds);
+    double d = 0;
+    for (std::size_t i = 0; i < n; ++i) d += double(fv[i]) * 0.5f;
+    CHECK(dotk.call<double>(f, 0.5f) == doctest::Approx(d).epsilon(1e-9).scale(1));
+  });
+  // A matrix view, reduced over its (cartesian) elements.
+  for (const auto& ds : device_sets()) {
+    const auto av = random_values<double>(30 * 11);
+    Array<double, 2> a = from_host(av, {30, 11}, shard(1, ds));
+    const auto vv = to_host(a(range(1, 30, 4), _));
+    double ss = 0;
+    for (double v : vv) ss += v * v;
+    CHECK(l2norm(a(range(1, 30, 4), _)) == doctest::Approx(std::sqrt(ss)).epsilon(1e-12));
+  }
+}
+
+namespace {
+// f(i, x, y, by): y = x * by + the shard's index, for every element of the shard.
+struct scale_add {
+  TS_HD void operator()(tessera::index_t i, tessera::Shard<float, 1> x, tessera::Shard<float, 1> y, float by) const {
+    y(i) = x(i) * by + static_cast<float>(x.index);
+  }
+};
+}  // namespace
+
+TEST_CASE("for_each_shard runs a compiled functor on every shard, host devices and GPUs alike") {
+  for_each_case([&](const DeviceSet& ds, std::size_t n) {
+    const auto xv = random_values<float>(n);
+    Array<float, 1> x = put(xv, ds);
+    Array<float, 1> y = zeros<float>({static_cast<index_t>(n)}, shard(0, ds));
+    for_each_shard(scale_add{}, x, y, 3.f);
+    const auto got = to_host(y);
+    std::size_t wrong = 0;
+    for (const auto& p : x.layout().parts)
+      for (index_t i = 0; i < p.extent[0]; ++i) {
+        const auto g = static_cast<std::size_t>(p.origin[0] + i);
+        wrong += got[g] != xv[g] * 3.f + static_cast<float>(&p - x.layout().parts.data());
+      }
+    CHECK(wrong == 0);
+  });
 }

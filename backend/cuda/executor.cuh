@@ -79,4 +79,18 @@ void run(const ShardTask<Out, E, N>& t, int device, int shard) {
          grid_blocks(work, block_threads, cap), block_threads, t, device, shard, "elementwise_kernel");
 }
 
+template <class I, class F, class... A>
+__global__ void __launch_bounds__(block_threads) for_each_kernel(const ForEachTask<F, A...> t) {
+  const I n = static_cast<I>(t.n);
+  const I threads = static_cast<I>(gridDim.x) * block_threads;
+  for (I i = static_cast<I>(blockIdx.x) * block_threads + static_cast<I>(threadIdx.x); i < n; i += threads) t(i);
+}
+
+template <class F, class... A>
+void run(const ForEachTask<F, A...>& t, int device, int shard) {
+  const bool wide = t.n >= narrow_index_limit;
+  launch(wide ? &for_each_kernel<std::int64_t, F, A...> : &for_each_kernel<std::int32_t, F, A...>,
+         grid_blocks(t.n, block_threads, sm_count(device) * 32), block_threads, t, device, shard, "for_each_kernel");
+}
+
 }  // namespace tessera::detail::cuda

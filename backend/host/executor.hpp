@@ -38,4 +38,9 @@ void run(const ShardTask<Out, E, N>& t) {
   for_each_index<N>(t.ext, t.n, [&](const index_t* idx) { t.out.store_at(idx, t.e.at(idx)); });
 }
 
+template <class F, class... A>
+void run(const ForEachTask<F, A...>& t) {
+  for (index_t i = 0; i < t.n; ++i) t(i);
+}
+
 }  // namespace tessera::detail::host

@@ -142,6 +142,24 @@ OperandArg<R> operand_for(const Layout<T, M>& l, Device d, const Shape<R>& shape
   return a;
 }
 
+// The element type of the first Array or View among A (float when there is none).
+template <class... A>
+struct first_array_value {
+  using type = float;
+};
+template <class F, class... A>
+struct first_array_value<F, A...> {
+  template <class V, bool IsArray = is_array_like<V>::value>
+  struct pick {
+    using type = typename first_array_value<A...>::type;
+  };
+  template <class V>
+  struct pick<V, true> {
+    using type = typename V::value_type;
+  };
+  using type = typename pick<std::remove_cvref_t<F>>::type;
+};
+
 template <class X>
 constexpr int rank_of() {
   using V = std::remove_cvref_t<X>;
@@ -347,23 +365,12 @@ class ElementwiseKernel {
   };
   std::shared_ptr<shared> s_;
 
-  template <class First, class... Rest>
-  static auto first_array_type() {
-    using V = std::remove_cvref_t<First>;
-    if constexpr (is_array_like_v<V>) return typename V::value_type{};
-    else if constexpr (sizeof...(Rest) > 0) return first_array_type<Rest...>();
-    else return float{};
-  }
-  template <class X>
-  static constexpr bool is_array_like_v = detail::is_array_like<X>::value;
-
-  friend struct elementwise_access;
 };
 
 template <class Out, detail::kernel_arg... A>
 auto ElementwiseKernel::call(const A&... args) const {
   using namespace detail;
-  using T0 = decltype(first_array_type<A...>());
+  using T0 = typename first_array_value<A...>::type;
   using OutT = std::conditional_t<std::is_void_v<Out>, T0, Out>;
   constexpr int R = [] {
     int r = 0;

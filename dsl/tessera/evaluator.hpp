@@ -321,12 +321,34 @@ struct ShardTask {
   static constexpr int K = vector_width<E, sizeof(typename Out::value_type)>;
 };
 
+// for_each_shard's task: f(i, args...) for i < n, the args being a shard's descriptions
+// (tessera::shard) and values.
+template <class F, class... A>
+struct ForEachTask {
+  F f;
+  ev_tuple<A...> args;
+  index_t n;
+  template <class I>
+  TS_HD void operator()(I i) const {
+    call(i, std::index_sequence_for<A...>{});
+  }
+
+ private:
+  template <class I, std::size_t... S>
+  TS_HD void call(I i, std::index_sequence<S...>) const {
+    f(static_cast<index_t>(i), ev_get<S>(args)...);
+  }
+};
+
 // Evaluators are trivially copyable, except that a node's functor may be an nvcc extended lambda.
 template <class T>
 struct device_copyable : std::is_trivially_copyable<T> {};
 template <class F, class... E>
 struct device_copyable<NodeEval<F, E...>>
     : std::bool_constant<device_copyable_functor_v<F> && (device_copyable<E>::value && ...)> {};
+template <class F, class... A>
+struct device_copyable<ForEachTask<F, A...>>
+    : std::bool_constant<device_copyable_functor_v<F> && (std::is_trivially_copyable_v<A> && ...)> {};
 template <class Out, class E, int N>
 struct device_copyable<ShardTask<Out, E, N>>
     : std::bool_constant<std::is_trivially_copyable_v<Out> && device_copyable<E>::value> {};

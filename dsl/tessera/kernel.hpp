@@ -71,17 +71,42 @@ struct shard {
     return data[off];
   }
 };
+template <class T, int N>
+using Shard = shard<T, N>;
 }  // namespace tessera
 )";
 }
 
+}  // namespace detail
+
+/// One shard of an array as a kernel sees it: for_each_shard's functors receive it; RawKernel
+/// kernels receive the same layout as `tessera::shard<T, N>` (also `tessera::Shard<T, N>` there;
+/// `shard` is the placement function here).
 template <class T, int N>
-struct ShardArg {
+struct Shard {
   T* data;
-  long long extent[N], stride[N], origin[N], shape[N];
-  long long size;
-  int index, count;
+  long long extent[N];  // of this shard
+  long long stride[N];  // in elements
+  long long origin[N];  // global index of the shard's first element
+  long long shape[N];   // of the whole array
+  long long size;       // elements in this shard
+  int index, count;     // this shard and the number of shards
+  // Element i of the shard in column-major order.
+  TS_HD T& operator()(long long i) const {
+    long long off = 0;
+    for (int k = 0; k < N; ++k) {
+      const long long e = extent[k];
+      off += (k + 1 < N ? i % e : i) * stride[k];
+      i = k + 1 < N ? i / e : 0;
+    }
+    return data[off];
+  }
 };
+
+namespace detail {
+
+template <class T, int N>
+using ShardArg = Shard<T, N>;
 
 // The part of `l` that a shard with box (origin, extent) on `d` reads: the same box, or the whole
 // array on that device (replicated or single-device operands). Null when there is none.

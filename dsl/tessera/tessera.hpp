@@ -24,3 +24,5 @@
 #include <tessera/linalg.hpp>
 #include <tessera/kernel.hpp>
 #include <tessera/elementwise_kernel.hpp>
+#include <tessera/reduction_kernel.hpp>
+#include <tessera/for_each_shard.hpp>
