@@ -104,7 +104,135 @@ TESSERA_REAL_FUNCTION(log1p, log1pf, log1p)
 TESSERA_REAL_FUNCTION(sqrt, sqrtf, sqrt)
 TESSERA_REAL_FUNCTION(tanh, tanhf, tanh)
 TESSERA_REAL_FUNCTION(erf, erff, erf)
+TESSERA_REAL_FUNCTION(asin, asinf, asin)
+TESSERA_REAL_FUNCTION(acos, acosf, acos)
+TESSERA_REAL_FUNCTION(atan, atanf, atan)
+TESSERA_REAL_FUNCTION(sinh, sinhf, sinh)
+TESSERA_REAL_FUNCTION(cosh, coshf, cosh)
+TESSERA_REAL_FUNCTION(asinh, asinhf, asinh)
+TESSERA_REAL_FUNCTION(acosh, acoshf, acosh)
+TESSERA_REAL_FUNCTION(atanh, atanhf, atanh)
+TESSERA_REAL_FUNCTION(exp2, exp2f, exp2)
+TESSERA_REAL_FUNCTION(expm1, expm1f, expm1)
+TESSERA_REAL_FUNCTION(log2, log2f, log2)
+TESSERA_REAL_FUNCTION(log10, log10f, log10)
+TESSERA_REAL_FUNCTION(cbrt, cbrtf, cbrt)
 #undef TESSERA_REAL_FUNCTION
+
+// Real binary functions: float when both are float (or a weak scalar), double otherwise.
+#define TESSERA_REAL_FUNCTION2(NAME, FLOAT_FN, DOUBLE_FN)                                         \
+  struct NAME {                                                                                    \
+    template <class A, class B>                                                                    \
+    TS_HD auto operator()(A a, B b) const {                                                        \
+      if constexpr (std::is_same_v<real_t<arith_t<A, B>>, float>) return ::FLOAT_FN(float(a), float(b)); \
+      else return ::DOUBLE_FN(double(a), double(b));                                               \
+    }                                                                                              \
+  };
+TESSERA_REAL_FUNCTION2(atan2, atan2f, atan2)
+TESSERA_REAL_FUNCTION2(hypot, hypotf, hypot)
+#undef TESSERA_REAL_FUNCTION2
+
+struct rsqrt {  // 1 / sqrt(x), correctly rounded sqrt first (CUDA's rsqrtf is 2 ulp)
+  template <class A>
+  TS_HD auto operator()(A a) const {
+    if constexpr (std::is_same_v<real_t<A>, float>) return 1.0f / ::sqrtf(a);
+    else return 1.0 / ::sqrt(double(a));
+  }
+};
+struct sigmoid {  // the logistic function 1 / (1 + exp(-x))
+  template <class A>
+  TS_HD auto operator()(A a) const {
+    if constexpr (std::is_same_v<real_t<A>, float>) return 1.0f / (1.0f + ::expf(-a));
+    else return 1.0 / (1.0 + ::exp(-double(a)));
+  }
+};
+// Rounding keeps integers as they are; round is Julia's and NumPy's: ties to even.
+struct round {
+  template <class A>
+  TS_HD auto operator()(A a) const {
+    if constexpr (is_int_v<A>) return a;
+    else if constexpr (std::is_same_v<A, float>) return ::rintf(a);
+    else return ::rint(a);
+  }
+};
+struct trunc {
+  template <class A>
+  TS_HD auto operator()(A a) const {
+    if constexpr (is_int_v<A>) return a;
+    else if constexpr (std::is_same_v<A, float>) return ::truncf(a);
+    else return ::trunc(a);
+  }
+};
+// sign(x): -1, 0 or 1 in x's type; NaN stays NaN (Julia).
+struct sign {
+  template <class A>
+  TS_HD A operator()(A a) const {
+    if constexpr (std::is_same_v<A, bool>) return a;
+    else return a > A(0) ? A(1) : a < A(0) ? A(-1) : a;
+  }
+};
+struct abs2 {
+  template <class A>
+  TS_HD auto operator()(A a) const {
+    if constexpr (std::is_same_v<A, bool>) return a;
+    else return a * a;
+  }
+};
+// Julia's mod: the result has the sign of the divisor (Python's %); integer x mod 0 gives 0.
+struct mod {
+  template <class A, class B>
+  TS_HD auto operator()(A a, B b) const {
+    using C = arith_t<A, B>;
+    const C y = b;
+    C r = modulus{}(a, b);
+    if constexpr (std::is_floating_point_v<C>) {
+      if (r != C(0) && ((r < C(0)) != (y < C(0)))) r += y;
+      else if (r == C(0)) r = y < C(0) ? -C(0) : C(0);
+    } else {
+      if (r != C(0) && ((r < C(0)) != (y < C(0)))) r += y;
+    }
+    return r;
+  }
+};
+struct is_nan {
+  template <class A>
+  TS_HD bool operator()(A a) const {
+    if constexpr (std::is_floating_point_v<A>) return a != a;
+    else return false;
+  }
+};
+struct is_inf {
+  template <class A>
+  TS_HD bool operator()(A a) const {
+    if constexpr (std::is_floating_point_v<A>) return a == a && a - a != a - a;
+    else return false;
+  }
+};
+struct is_finite {
+  template <class A>
+  TS_HD bool operator()(A a) const {
+    if constexpr (std::is_floating_point_v<A>) return a - a == a - a;
+    else return true;
+  }
+};
+// clamp(x, lo, hi): lo below lo, hi above hi, x otherwise (NaN stays NaN, as in Julia).
+struct clamp {
+  template <class A, class B, class C>
+  TS_HD auto operator()(A a, B lo, C hi) const {
+    using D = arith_t<arith_t<A, B>, C>;
+    const D x = a, l = lo, h = hi;
+    return x > h ? h : x < l ? l : x;
+  }
+};
+struct fma {
+  template <class A, class B, class C>
+  TS_HD auto operator()(A a, B b, C c) const {
+    using D = arith_t<arith_t<A, B>, C>;
+    if constexpr (std::is_same_v<D, float>) return ::fmaf(a, b, c);
+    else if constexpr (std::is_floating_point_v<D>) return ::fma(double(a), double(b), double(c));
+    else return D(D(a) * D(b) + D(c));
+  }
+};
 
 // floor/ceil keep integers as they are (Julia: floor(3) == 3).
 struct floor {
@@ -242,7 +370,45 @@ TESSERA_UNARY_FUNCTION(erf)
 TESSERA_UNARY_FUNCTION(floor)
 TESSERA_UNARY_FUNCTION(ceil)
 TESSERA_UNARY_FUNCTION(abs)
+TESSERA_UNARY_FUNCTION(asin)
+TESSERA_UNARY_FUNCTION(acos)
+TESSERA_UNARY_FUNCTION(atan)
+TESSERA_UNARY_FUNCTION(sinh)
+TESSERA_UNARY_FUNCTION(cosh)
+TESSERA_UNARY_FUNCTION(asinh)
+TESSERA_UNARY_FUNCTION(acosh)
+TESSERA_UNARY_FUNCTION(atanh)
+TESSERA_UNARY_FUNCTION(exp2)
+TESSERA_UNARY_FUNCTION(expm1)
+TESSERA_UNARY_FUNCTION(log2)
+TESSERA_UNARY_FUNCTION(log10)
+TESSERA_UNARY_FUNCTION(cbrt)
+TESSERA_UNARY_FUNCTION(rsqrt)
+TESSERA_UNARY_FUNCTION(sigmoid)
+TESSERA_UNARY_FUNCTION(round)
+TESSERA_UNARY_FUNCTION(trunc)
+TESSERA_UNARY_FUNCTION(sign)
+TESSERA_UNARY_FUNCTION(abs2)
 #undef TESSERA_UNARY_FUNCTION
+
+// Julia's names for predicates (the functors avoid the C macros isnan/isinf/isfinite).
+template <expression A>
+auto isnan(A&& a) {
+  return detail::make_node(detail::fn::is_nan{}, std::forward<A>(a));
+}
+template <expression A>
+auto isinf(A&& a) {
+  return detail::make_node(detail::fn::is_inf{}, std::forward<A>(a));
+}
+template <expression A>
+auto isfinite(A&& a) {
+  return detail::make_node(detail::fn::is_finite{}, std::forward<A>(a));
+}
+// logistic(x): Julia's name for sigmoid.
+template <expression A>
+auto logistic(A&& a) {
+  return sigmoid(std::forward<A>(a));
+}
 
 #define TESSERA_BINARY_FUNCTION(NAME)                                                          \
   template <operand A, operand B>                                                              \
@@ -253,7 +419,28 @@ TESSERA_UNARY_FUNCTION(abs)
 TESSERA_BINARY_FUNCTION(pow)
 TESSERA_BINARY_FUNCTION(min)
 TESSERA_BINARY_FUNCTION(max)
+TESSERA_BINARY_FUNCTION(atan2)
+TESSERA_BINARY_FUNCTION(hypot)
+TESSERA_BINARY_FUNCTION(mod)
 #undef TESSERA_BINARY_FUNCTION
+
+// rem(x, y): Julia's rem, the sign of the dividend (the `%` operator).
+template <operand A, operand B>
+  requires(expression<A> || expression<B>)
+auto rem(A&& a, B&& b) {
+  return detail::make_node(detail::fn::modulus{}, std::forward<A>(a), std::forward<B>(b));
+}
+
+// clamp(x, lo, hi) and fma(a, b, c) (a * b + c rounded once).
+#define TESSERA_TERNARY_FUNCTION(NAME)                                                                    \
+  template <operand A, operand B, operand C>                                                              \
+    requires(expression<A> || expression<B> || expression<C>)                                             \
+  auto NAME(A&& a, B&& b, C&& c) {                                                                        \
+    return detail::make_node(detail::fn::NAME{}, std::forward<A>(a), std::forward<B>(b), std::forward<C>(c)); \
+  }
+TESSERA_TERNARY_FUNCTION(clamp)
+TESSERA_TERNARY_FUNCTION(fma)
+#undef TESSERA_TERNARY_FUNCTION
 
 // where(c, x, y): x where c holds, else y (NumPy's where, Julia's ifelse.(c, x, y)).
 template <operand C, operand A, operand B>
@@ -266,6 +453,13 @@ auto where(C&& c, A&& a, B&& b) {
       {},
       {detail::to_node(std::forward<C>(c)), detail::to_weak_node<Strong>(std::forward<A>(a)),
        detail::to_weak_node<Strong>(std::forward<B>(b))}};
+}
+
+// ifelse(c, x, y): Julia's name for where.
+template <operand C, operand A, operand B>
+  requires(expression<C> || expression<A> || expression<B>)
+auto ifelse(C&& c, A&& a, B&& b) {
+  return where(std::forward<C>(c), std::forward<A>(a), std::forward<B>(b));
 }
 
 // cast<T>(x): converts elementwise (bool: x != 0).
