@@ -20,6 +20,7 @@
 #include <tessera/io.hpp>
 #include <tessera/reduce.hpp>
 #include <tessera/reduce_dims.hpp>
+#include <tessera/statistics.hpp>
 #include <tessera/collective.hpp>
 #include <tessera/linalg.hpp>
 #include <tessera/kernel.hpp>
