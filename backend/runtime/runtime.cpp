@@ -237,6 +237,8 @@ void set_device(int device_id) {
   (void)info(device_id);  // validates; host devices need no setting
 }
 
+int scoped_device() { return tl_current; }
+
 int get_cuda_device() {
 #if TESSERA_HAS_CUDA
   if (get().gpu_count == 0) return -1;

@@ -96,6 +96,9 @@ void* host_access(buffer& b);
 void* stream(int device_id);
 // Makes `device_id` current for CUDA runtime calls made by this thread (no-op on host).
 void set_device(int device_id);
+// The device of the thread's innermost active DeviceScope, or -1 outside any scope: new arrays
+// without an explicit placement live there (PyTorch's and CuPy's current device).
+int scoped_device();
 // Current CUDA device of this thread, to restore it after work (-1 on host-only builds).
 int get_cuda_device();
 void restore_cuda_device(int ordinal);

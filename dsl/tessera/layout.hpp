@@ -108,11 +108,18 @@ Geometry<N> geometry_from_placement(const Shape<N>& shape, const Placement& p) {
     }
   }
   Geometry<N> g{shape, -1, false, {}};
-  DeviceSet devs = p.devices.empty() ? devices() : p.devices;
-  if (devs.empty()) throw invalid_argument("tessera: a placement needs at least one device, found none");
   using K = Placement::kind_t;
   K kind = p.kind;
   int dim = p.dim;
+  DeviceSet devs;
+  if (kind == K::default_shard && p.devices.empty() && rt::scoped_device() >= 0) {
+    // Inside a DeviceScope a new array lives on the scope's device (PyTorch, CuPy, CUDA.jl).
+    kind = K::single;
+    devs = DeviceSet{Device(rt::scoped_device())};
+  } else {
+    devs = p.devices.empty() ? devices() : p.devices;
+  }
+  if (devs.empty()) throw invalid_argument("tessera: a placement needs at least one device, found none");
   if (kind == K::default_shard) {
     if constexpr (N == 0) {
       kind = K::replicate;
