@@ -318,6 +318,51 @@ struct Generated {
   }
 };
 
+// What ElementwiseKernel and ReductionKernel share: the parameter lists (one output), the name,
+// preamble and options, and the binding of the parameters' types to a call's arguments.
+struct KernelSignature {
+  std::vector<KParam> in, out;
+  std::string name, preamble;
+  std::vector<std::string> options;
+  std::string kind;  // "ElementwiseKernel" or "ReductionKernel", in messages
+
+  KernelSignature(const std::string& in_params, const std::string& out_params, std::string kernel_name,
+                  std::string pre, std::vector<std::string> opts, std::string what)
+      : in(parse_params(in_params, kernel_name, "input")),
+        out(parse_params(out_params, kernel_name, "output")),
+        name(std::move(kernel_name)),
+        preamble(std::move(pre)),
+        options(std::move(opts)),
+        kind(std::move(what)) {
+    if (out.size() != 1) {
+      throw invalid_argument("tessera: " + kind + " '" + name + "': expected one output parameter, found " +
+                             std::to_string(out.size()));
+    }
+  }
+
+  // The C types of the inputs and the output for arguments of C types `arg_types` (the output's
+  // among them when given): placeholders bound in order, arrays of exactly the declared type, the
+  // output of the type the call returns (`returned`).
+  std::vector<std::string> bind(const std::vector<std::string>& arg_types, const std::vector<bool>& is_array,
+                                const std::string& returned, std::map<std::string, std::string>& bound) const {
+    std::vector<KParam> all = in;
+    all.push_back(out[0]);
+    const auto types = resolve_types(all, arg_types, bound, name);
+    for (std::size_t k = 0; k < arg_types.size(); ++k) {
+      if (is_array[k] && types[k] != arg_types[k]) {
+        throw invalid_argument("tessera: " + kind + " '" + name + "', argument #" + std::to_string(k + 1) + " (" +
+                               all[k].name + "): expected an array of " + types[k] + ", found " + arg_types[k]);
+      }
+    }
+    if (types[in.size()] != returned) {
+      throw invalid_argument("tessera: " + kind + " '" + name + "': the output '" + out[0].name + "' is " +
+                             types[in.size()] + ", but the call returns " + returned +
+                             "; use k.call<T>(...) with T its type" + (kind == "ElementwiseKernel" ? ", or pass the output" : ""));
+    }
+    return types;
+  }
+};
+
 }  // namespace detail
 
 /// ElementwiseKernel(in_params, out_params, operation, name[, preamble, options]): CuPy's
@@ -332,17 +377,9 @@ class ElementwiseKernel {
  public:
   ElementwiseKernel(std::string in_params, std::string out_params, std::string operation, std::string name,
                     std::string preamble = "", std::vector<std::string> options = {})
-      : s_(std::make_shared<shared>()) {
-    s_->in = detail::parse_params(in_params, name, "input");
-    s_->out = detail::parse_params(out_params, name, "output");
-    if (s_->out.size() != 1) {
-      throw invalid_argument("tessera: ElementwiseKernel '" + name + "': expected one output parameter, found " +
-                             std::to_string(s_->out.size()));
-    }
+      : s_(std::make_shared<shared>(in_params, out_params, std::move(name), std::move(preamble), std::move(options),
+                                    "ElementwiseKernel")) {
     s_->body = std::move(operation);
-    s_->name = std::move(name);
-    s_->preamble = std::move(preamble);
-    s_->options = std::move(options);
   }
 
   template <detail::kernel_arg... A>
@@ -356,10 +393,9 @@ class ElementwiseKernel {
   const std::string& name() const { return s_->name; }
 
  private:
-  struct shared {
-    std::vector<detail::KParam> in, out;
-    std::string body, name, preamble;
-    std::vector<std::string> options;
+  struct shared : detail::KernelSignature {
+    using KernelSignature::KernelSignature;
+    std::string body;
     std::mutex m;
     std::map<std::string, std::shared_ptr<detail::Generated>> generated;  // by signature
   };
@@ -384,26 +420,11 @@ auto ElementwiseKernel::call(const A&... args) const {
     throw invalid_argument("tessera: ElementwiseKernel '" + kname + "' takes " + std::to_string(n_in) + " inputs (and " +
                            "optionally its output); found " + std::to_string(n) + " arguments");
   }
-  const bool given_out = n == n_in + 1;
   // Types: placeholders bind to the arguments' types in order (inputs, then the output if given).
-  std::vector<std::string> arg_types = {type_of_arg<A>()...};
-  std::vector<bool> is_array = {is_array_like<std::remove_cvref_t<A>>::value...};
+  const std::vector<std::string> arg_types = {type_of_arg<A>()...};
+  const std::vector<bool> is_array = {is_array_like<std::remove_cvref_t<A>>::value...};
   std::map<std::string, std::string> bound;
-  std::vector<KParam> all = s_->in;
-  all.push_back(s_->out[0]);
-  const auto types = resolve_types(all, given_out ? arg_types : std::vector<std::string>(arg_types.begin(), arg_types.end()),
-                                   bound, kname);
-  for (std::size_t k = 0; k < n; ++k) {
-    if (is_array[k] && types[k] != arg_types[k]) {
-      throw invalid_argument("tessera: ElementwiseKernel '" + kname + "', argument #" + std::to_string(k + 1) + " (" +
-                             all[k].name + "): expected an array of " + types[k] + ", found " + arg_types[k]);
-    }
-  }
-  if (types[n_in] != c_type<OutT>()) {
-    throw invalid_argument("tessera: ElementwiseKernel '" + kname + "': the output '" + s_->out[0].name + "' is " +
-                           types[n_in] + ", but the call returns an array of " + c_type<OutT>() +
-                           "; use k.call<T>(...) with T its type, or pass the output");
-  }
+  const auto types = s_->bind(arg_types, is_array, c_type<OutT>(), bound);
   // The output's shape: the inputs' shapes broadcast (Julia's rule), or the given output's.
   Shape<R> shape{};
   for (int k = 0; k < R; ++k) shape[k] = 1;

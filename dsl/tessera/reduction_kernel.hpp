@@ -107,21 +107,13 @@ class ReductionKernel {
   ReductionKernel(std::string in_params, std::string out_params, std::string map_expr, std::string reduce_expr,
                   std::string post_map_expr, std::string identity, std::string name, std::string reduce_type = "",
                   std::string preamble = "", std::vector<std::string> options = {})
-      : s_(std::make_shared<shared>()) {
-    s_->in = detail::parse_params(in_params, name, "input");
-    s_->out = detail::parse_params(out_params, name, "output");
-    if (s_->out.size() != 1) {
-      throw invalid_argument("tessera: ReductionKernel '" + name + "': expected one output parameter, found " +
-                             std::to_string(s_->out.size()));
-    }
+      : s_(std::make_shared<shared>(in_params, out_params, std::move(name), std::move(preamble), std::move(options),
+                                    "ReductionKernel")) {
     s_->map = std::move(map_expr);
     s_->reduce = std::move(reduce_expr);
     s_->post = std::move(post_map_expr);
     s_->identity = std::move(identity);
-    s_->name = std::move(name);
     s_->reduce_type = std::move(reduce_type);
-    s_->preamble = std::move(preamble);
-    s_->options = std::move(options);
   }
 
   template <detail::kernel_arg... A>
@@ -132,10 +124,9 @@ class ReductionKernel {
   auto call(const A&... args) const;
 
  private:
-  struct shared {
-    std::vector<detail::KParam> in, out;
-    std::string map, reduce, post, identity, name, reduce_type, preamble;
-    std::vector<std::string> options;
+  struct shared : detail::KernelSignature {
+    using KernelSignature::KernelSignature;
+    std::string map, reduce, post, identity, reduce_type;
     std::mutex m;
     std::map<std::string, std::shared_ptr<detail::Generated>> generated;
     std::map<std::string, std::shared_ptr<detail::KernelState>> final_kernels, post_kernels;
@@ -160,22 +151,10 @@ auto ReductionKernel::call(const A&... args) const {
     throw invalid_argument("tessera: ReductionKernel '" + kname + "' takes " + std::to_string(n_in) + " inputs; found " +
                            std::to_string(sizeof...(A)) + " arguments");
   }
-  std::vector<std::string> arg_types = {type_of_arg<A>()...};
-  std::vector<bool> is_array = {is_array_like<std::remove_cvref_t<A>>::value...};
+  const std::vector<std::string> arg_types = {type_of_arg<A>()...};
+  const std::vector<bool> is_array = {is_array_like<std::remove_cvref_t<A>>::value...};
   std::map<std::string, std::string> bound;
-  std::vector<KParam> all = s_->in;
-  all.push_back(s_->out[0]);
-  const auto types = resolve_types(all, arg_types, bound, kname);
-  for (std::size_t k = 0; k < n_in; ++k) {
-    if (is_array[k] && types[k] != arg_types[k]) {
-      throw invalid_argument("tessera: ReductionKernel '" + kname + "', argument #" + std::to_string(k + 1) + " (" +
-                             all[k].name + "): expected an array of " + types[k] + ", found " + arg_types[k]);
-    }
-  }
-  if (types[n_in] != c_type<OutT>()) {
-    throw invalid_argument("tessera: ReductionKernel '" + kname + "': the output '" + s_->out[0].name + "' is " +
-                           types[n_in] + ", but the call returns " + c_type<OutT>() + "; use k.call<T>(...)");
-  }
+  const auto types = s_->bind(arg_types, is_array, c_type<OutT>(), bound);
   std::string rtype = s_->reduce_type.empty() ? types[n_in] : c_type_of(s_->reduce_type);
   if (rtype.empty()) rtype = bound.count(s_->reduce_type) ? bound[s_->reduce_type] : s_->reduce_type;
   // The boxes: the inputs' broadcast shape, split like the first sharded input (one replica of a
