@@ -167,6 +167,14 @@ constexpr int rank_of() {
   else return 0;
 }
 
+// The largest rank among a call's arguments (scalars count 0): the rank of the generated kernel.
+template <class... A>
+inline constexpr int max_rank = [] {
+  int r = 0;
+  ((r = rank_of<A>() > r ? rank_of<A>() : r), ...);
+  return r;
+}();
+
 template <class X>
 std::string type_of_arg() {
   using V = std::remove_cvref_t<X>;
@@ -408,11 +416,7 @@ auto ElementwiseKernel::call(const A&... args) const {
   using namespace detail;
   using T0 = typename first_array_value<A...>::type;
   using OutT = std::conditional_t<std::is_void_v<Out>, T0, Out>;
-  constexpr int R = [] {
-    int r = 0;
-    ((r = rank_of<A>() > r ? rank_of<A>() : r), ...);
-    return r;
-  }();
+  constexpr int R = max_rank<A...>;
   static_assert(R >= 1, "TESSERA_KERNEL_NEEDS_AN_ARRAY: pass at least one Array or View to an ElementwiseKernel");
   const std::string& kname = s_->name;
   const std::size_t n_in = s_->in.size(), n = sizeof...(A);
