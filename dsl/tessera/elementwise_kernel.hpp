@@ -169,7 +169,7 @@ constexpr int rank_of() {
 
 // The largest rank among a call's arguments (scalars count 0): the rank of the generated kernel.
 template <class... A>
-inline constexpr int max_rank = [] {
+inline constexpr int max_arg_rank = [] {
   int r = 0;
   ((r = rank_of<A>() > r ? rank_of<A>() : r), ...);
   return r;
@@ -416,7 +416,7 @@ auto ElementwiseKernel::call(const A&... args) const {
   using namespace detail;
   using T0 = typename first_array_value<A...>::type;
   using OutT = std::conditional_t<std::is_void_v<Out>, T0, Out>;
-  constexpr int R = max_rank<A...>;
+  constexpr int R = max_arg_rank<A...>;
   static_assert(R >= 1, "TESSERA_KERNEL_NEEDS_AN_ARRAY: pass at least one Array or View to an ElementwiseKernel");
   const std::string& kname = s_->name;
   const std::size_t n_in = s_->in.size(), n = sizeof...(A);

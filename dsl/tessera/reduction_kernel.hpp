@@ -139,7 +139,7 @@ auto ReductionKernel::call(const A&... args) const {
   using namespace detail;
   using T0 = typename first_array_value<A...>::type;
   using OutT = std::conditional_t<std::is_void_v<Out>, T0, Out>;
-  constexpr int R = max_rank<A...>;
+  constexpr int R = max_arg_rank<A...>;
   static_assert(R >= 1, "TESSERA_KERNEL_NEEDS_AN_ARRAY: pass at least one Array or View to a ReductionKernel");
   const std::string& kname = s_->name;
   const std::size_t n_in = s_->in.size();
