@@ -325,7 +325,7 @@ int main(int argc, char** argv) {
     rows.push_back({"(3) sin(x) * y + 2 * x, kernel / DSL GB/s, " + p.all_label, bw_ratio, 0.98, true, ">= 0.98x",
                     ""});
     std::printf("\n== summary: medians of %d, %s float per %s ==\n", o.reps, pow2(o.log2n).c_str(), kind);
-    tb::print_summary(rows, gpu, 52, 10, 18);
+    tb::print_summary(rows, gpu, 56, 10, 18);
     if (cold_ms)
       std::printf("  (1) first call, informational: cold cache %.1f ms, disk-cache hit %.2f ms, memory-cache hit "
                   "%.3f ms\n",

@@ -261,3 +261,27 @@ TEST_CASE("for_each_shard runs a compiled functor on every shard, host devices a
     CHECK(wrong == 0);
   });
 }
+
+TEST_CASE("per_shard values reach ElementwiseKernel and ReductionKernel shard by shard") {
+  ElementwiseKernel addv("float32 x, float32 v", "float32 z", "z = x + v", "addv");
+  ReductionKernel sumv("float32 x, float32 v", "float32 y", "x + v", "a + b", "y = a", "0", "sumv");
+  for (const auto& ds : device_sets()) {
+    const auto xv = random_values<float>(1001);
+    Array<float, 1> x = put(xv, ds);
+    std::vector<float> per;
+    for (std::size_t s = 0; s < ds.size(); ++s) per.push_back(100.f * float(s + 1));
+    const auto got = to_host(addv(x, per_shard(per)));
+    double want_sum = 0;
+    for (std::size_t s = 0; s < x.layout().parts.size(); ++s) {
+      const auto& p = x.layout().parts[s];
+      for (index_t i = 0; i < p.extent[0]; ++i) {
+        const auto g = static_cast<std::size_t>(p.origin[0] + i);
+        CHECK(got[g] == xv[g] + per[s]);
+        want_sum += double(xv[g]) + per[s];
+      }
+    }
+    CHECK(sumv(x, per_shard(per)) == doctest::Approx(want_sum).epsilon(1e-5));
+    check_mentions(expect_error<invalid_argument>([&] { (void)addv(x, per_shard(std::vector<float>(ds.size() + 1))); }),
+                   {"addv", "per_shard", "one per shard"});
+  }
+}

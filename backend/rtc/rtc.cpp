@@ -311,6 +311,10 @@ void* host_symbol(const std::string& code, const std::string& symbol, const std:
     if (std::rename(out.c_str(), lib.c_str()) != 0) std::remove(out.c_str());
   }
   void* handle = dlopen(lib.c_str(), RTLD_NOW | RTLD_LOCAL);
+  if (!cached) {  // the loaded library stays mapped; its private directory goes
+    std::remove(lib.c_str());
+    rmdir(dir.c_str());
+  }
   if (!handle) throw backend_error("tessera: dlopen of kernel '" + display_name + "' failed: " + dlerror());
   void* f = dlsym(handle, symbol.c_str());
   if (!f) throw backend_error("tessera: kernel '" + display_name + "' has no symbol " + symbol);

@@ -179,7 +179,23 @@ template <class X>
 std::string type_of_arg() {
   using V = std::remove_cvref_t<X>;
   if constexpr (is_array_like<V>::value) return c_type<typename V::value_type>();
+  else if constexpr (is_per_shard<V>::value) return c_type<typename decltype(V::values)::value_type>();
   else return c_type<V>();
+}
+
+// A scalar argument's value for shard s (per_shard(values): values[s], counted against `count`).
+template <class V>
+auto scalar_for(const V& x, int s, int count, const std::string& kernel, std::size_t position) {
+  if constexpr (is_per_shard<V>::value) {
+    if (static_cast<int>(x.values.size()) != count) {
+      throw invalid_argument("tessera: kernel '" + kernel + "', argument #" + std::to_string(position) +
+                             ": per_shard(values) has " + std::to_string(x.values.size()) +
+                             " values; expected one per shard, " + std::to_string(count));
+    }
+    return x.values[static_cast<std::size_t>(s)];
+  } else {
+    return x;
+  }
 }
 
 // Resolves every parameter's C type: concrete names map directly; a placeholder takes the type
@@ -326,6 +342,35 @@ struct Generated {
   }
 };
 
+// One shard of a generated kernel, run by rt::run_shards (so large host shards run on threads of
+// their own, GPU shards are queued first, and the caller's device is restored).
+struct GeneratedRun {
+  ArgPack pack;
+  Generated* gen;
+  const std::string* name;
+  bool vec;  // the vector path: a grid of one pass over pairs of 4-element vectors
+  index_t n;
+};
+inline void run_generated(const void* task, int device, int shard, bool host) {
+  auto& r = *static_cast<GeneratedRun*>(const_cast<void*>(task));
+  if (host) {
+    reinterpret_cast<void (*)(void**)>(r.gen->host(*r.name))(r.pack.pointers());
+    return;
+  }
+  void* fn = r.gen->gpu->function(device);
+  const index_t sms = rt::info(device).sm_count > 0 ? rt::info(device).sm_count : 1;
+  const index_t work = r.vec ? (r.n / 4 + 1) / 2 : r.n;
+  index_t blocks = (work + 255) / 256;
+  const index_t cap = r.vec ? index_t(0x7fffffff) : sms * 64;
+  blocks = blocks < 1 ? 1 : blocks > cap ? cap : blocks;
+  const unsigned g3[3] = {static_cast<unsigned>(blocks), 1, 1}, b3[3] = {256, 1, 1};
+  rtc::launch(fn, device, shard, g3, b3, 0, r.pack.pointers(), *r.name);
+}
+
+// A key per list of argument types: the address of a variable template instance.
+template <class... A>
+inline const char type_list_key = 0;
+
 // What ElementwiseKernel and ReductionKernel share: the parameter lists (one output), the name,
 // preamble and options, and the binding of the parameters' types to a call's arguments.
 struct KernelSignature {
@@ -369,6 +414,52 @@ struct KernelSignature {
     }
     return types;
   }
+
+  // Per list of argument types (a call's C++ types fix everything above): computed once, so that
+  // a repeated call builds no string.
+  struct Bound {
+    std::vector<bool> arrays;
+    std::vector<std::string> types;
+    std::map<std::string, std::string> placeholders;
+    std::shared_ptr<Generated> generated;
+  };
+  std::mutex cache_m;
+  std::map<const void*, std::unique_ptr<Bound>> cache;
+
+  template <class... A>
+  Bound& bound_for() {
+    std::lock_guard<std::mutex> g(cache_m);
+    auto& b = cache[&type_list_key<A...>];
+    if (!b) b = std::make_unique<Bound>(Bound{{is_array_like<std::remove_cvref_t<A>>::value...}, {}, {}, nullptr});
+    return *b;
+  }
+  template <class... A>
+  const std::vector<bool>& arrays() {
+    return bound_for<A...>().arrays;
+  }
+  template <class OutT, class... A>
+  const std::vector<std::string>& types() {
+    Bound& b = bound_for<OutT, A...>();
+    if (b.types.empty()) {
+      std::map<std::string, std::string> placeholders;
+      b.arrays.erase(b.arrays.begin());  // OutT is only part of the key
+      b.types = bind({type_of_arg<A>()...}, b.arrays, c_type<OutT>(), placeholders);
+      b.placeholders = std::move(placeholders);
+    }
+    return b.types;
+  }
+  template <class OutT, class... A>
+  const std::map<std::string, std::string>& placeholders() {
+    (void)types<OutT, A...>();
+    return bound_for<OutT, A...>().placeholders;
+  }
+  template <class... A, class Make>
+  std::shared_ptr<Generated> generated_for(Make&& make) {
+    Bound& b = bound_for<A...>();
+    std::lock_guard<std::mutex> g(cache_m);
+    if (!b.generated) b.generated = make();
+    return b.generated;
+  }
 };
 
 }  // namespace detail
@@ -404,8 +495,6 @@ class ElementwiseKernel {
   struct shared : detail::KernelSignature {
     using KernelSignature::KernelSignature;
     std::string body;
-    std::mutex m;
-    std::map<std::string, std::shared_ptr<detail::Generated>> generated;  // by signature
   };
   std::shared_ptr<shared> s_;
 
@@ -425,10 +514,8 @@ auto ElementwiseKernel::call(const A&... args) const {
                            "optionally its output); found " + std::to_string(n) + " arguments");
   }
   // Types: placeholders bind to the arguments' types in order (inputs, then the output if given).
-  const std::vector<std::string> arg_types = {type_of_arg<A>()...};
-  const std::vector<bool> is_array = {is_array_like<std::remove_cvref_t<A>>::value...};
-  std::map<std::string, std::string> bound;
-  const auto types = s_->bind(arg_types, is_array, c_type<OutT>(), bound);
+  const std::vector<bool>& is_array = s_->arrays<A...>();
+  const std::vector<std::string>& types = s_->types<OutT, A...>();
   // The output's shape: the inputs' shapes broadcast (Julia's rule), or the given output's.
   Shape<R> shape{};
   for (int k = 0; k < R; ++k) shape[k] = 1;
@@ -467,40 +554,27 @@ auto ElementwiseKernel::call(const A&... args) const {
     owned = std::make_shared<const Layout<OutT, R>>(allocate_layout<OutT, R>(g, choice.mem));
     out_layout = owned.get();
   }
-  // The generated kernel of this signature.
-  std::string sig = std::to_string(R);
-  for (std::size_t k = 0; k < n_in; ++k) sig += " " + types[k] + (is_array[k] ? "[]" : "");
-  sig += " -> " + types[n_in];
-  std::shared_ptr<Generated> gen;
-  {
-    std::lock_guard<std::mutex> g(s_->m);
-    auto& slot = s_->generated[sig];
-    if (!slot) {
-      std::vector<GenArg> in, out{{types[n_in], s_->out[0].name, true}};
-      for (std::size_t k = 0; k < n_in; ++k) in.push_back({types[k], s_->in[k].name, static_cast<bool>(is_array[k])});
-      slot = std::make_shared<Generated>();
-      slot->gpu = std::make_shared<KernelState>();
-      const std::string code = elementwise_source(in, out, R, s_->body, s_->preamble, kname);
-      slot->gpu->src = {code, "tessera_elementwise", s_->options, kname};
-      slot->host_code = code;
-    }
-    gen = slot;
-  }
+  // The generated kernel of this signature (made once per argument types).
+  const std::shared_ptr<Generated> gen = s_->generated_for<OutT, A...>([&] {
+    std::vector<GenArg> in, out{{types[n_in], s_->out[0].name, true}};
+    for (std::size_t k = 0; k < n_in; ++k) in.push_back({types[k], s_->in[k].name, static_cast<bool>(is_array[k])});
+    auto g = std::make_shared<Generated>();
+    g->gpu = std::make_shared<KernelState>();
+    const std::string code = elementwise_source(in, out, R, s_->body, s_->preamble, kname);
+    g->gpu->src = {code, "tessera_elementwise", s_->options, kname};
+    g->host_code = code;
+    return g;
+  });
   // Plan every shard (placement errors leave every array intact), then run them.
-  struct shard_run {
-    ArgPack pack;
-    Device device;
-    int index;
-    index_t n;
-    bool vec;
-  };
-  std::vector<shard_run> runs;
+  std::vector<GeneratedRun> runs;
+  std::vector<rt::shard_launch> launches;
+  runs.reserve(out_layout->parts.size());
   for (std::size_t s = 0; s < out_layout->parts.size(); ++s) {
     const auto& p = out_layout->parts[s];
     const index_t count = volume<R>(p.extent);
     if (count == 0) continue;
     bool linear = true, aligned = true;
-    shard_run run{{}, p.device, static_cast<int>(s), count, false};
+    GeneratedRun run{{}, gen.get(), &s_->name, false, count};
     pos = 0;
     auto pack_one = [&](const auto& x) {
       using V = std::remove_cvref_t<decltype(x)>;
@@ -508,8 +582,10 @@ auto ElementwiseKernel::call(const A&... args) const {
         if constexpr (is_array_like<V>::value) {
           run.pack.add(operand_for<typename V::value_type, V::rank, R>(x.layout(), p.device, shape, p.origin, p.extent,
                                                                        kname, static_cast<int>(pos) + 1, linear, aligned));
-        } else if constexpr (std::is_arithmetic_v<V>) {
-          pack_scalar(run.pack, x, types[pos]);
+        } else {
+          pack_scalar(run.pack, scalar_for(x, static_cast<int>(s), static_cast<int>(out_layout->parts.size()), kname,
+                                           pos + 1),
+                      types[pos]);
         }
       }
       ++pos;
@@ -540,23 +616,11 @@ auto ElementwiseKernel::call(const A&... args) const {
     run.vec = b.path == 0;
     run.pack.add(b);
     runs.push_back(std::move(run));
+    launches.push_back({.device = p.device.id(), .shard = static_cast<int>(s), .host = p.device.is_host(), .n = count,
+                        .run = &run_generated, .task = nullptr});
   }
-  rt::device_restorer restore;
-  for (auto& r : runs) {
-    if (r.device.is_host()) {
-      reinterpret_cast<void (*)(void**)>(gen->host(kname))(r.pack.pointers());
-      continue;
-    }
-    const int id = r.device.id();
-    void* fn = gen->gpu->function(id);
-    const index_t sms = rt::info(id).sm_count > 0 ? rt::info(id).sm_count : 1;
-    const index_t work = r.vec ? (r.n / 4 + 1) / 2 : r.n;
-    index_t blocks = (work + 255) / 256;
-    const index_t cap = r.vec ? index_t(0x7fffffff) : sms * 64;
-    blocks = blocks < 1 ? 1 : blocks > cap ? cap : blocks;
-    const unsigned g3[3] = {static_cast<unsigned>(blocks), 1, 1}, b3[3] = {256, 1, 1};
-    rtc::launch(fn, id, r.index, g3, b3, 0, r.pack.pointers(), kname);
-  }
+  for (std::size_t k = 0; k < runs.size(); ++k) launches[k].task = &runs[k];
+  rt::run_shards(launches.data(), launches.size(), false);
   if (owned) return Array<OutT, R>(owned);
   // A given output: a handle sharing its storage (CuPy returns the output array itself).
   std::shared_ptr<const Layout<OutT, R>> shared_out;

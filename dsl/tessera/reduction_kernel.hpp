@@ -147,12 +147,11 @@ auto ReductionKernel::call(const A&... args) const {
     throw invalid_argument("tessera: ReductionKernel '" + kname + "' takes " + std::to_string(n_in) + " inputs; found " +
                            std::to_string(sizeof...(A)) + " arguments");
   }
-  const std::vector<std::string> arg_types = {type_of_arg<A>()...};
-  const std::vector<bool> is_array = {is_array_like<std::remove_cvref_t<A>>::value...};
-  std::map<std::string, std::string> bound;
-  const auto types = s_->bind(arg_types, is_array, c_type<OutT>(), bound);
+  const std::vector<bool>& is_array = s_->arrays<A...>();
+  const std::vector<std::string>& types = s_->types<OutT, A...>();
+  const auto& bound = s_->placeholders<OutT, A...>();
   std::string rtype = s_->reduce_type.empty() ? types[n_in] : c_type_of(s_->reduce_type);
-  if (rtype.empty()) rtype = bound.count(s_->reduce_type) ? bound[s_->reduce_type] : s_->reduce_type;
+  if (rtype.empty()) rtype = bound.count(s_->reduce_type) ? bound.at(s_->reduce_type) : s_->reduce_type;
   // The boxes: the inputs' broadcast shape, split like the first sharded input (one replica of a
   // replicated input).
   Shape<R> shape{};
@@ -220,8 +219,9 @@ auto ReductionKernel::call(const A&... args) const {
       if constexpr (is_array_like<V>::value) {
         packs[s].add(operand_for<typename V::value_type, V::rank, R>(x.layout(), b.device, shape, b.origin, b.extent,
                                                                      kname, static_cast<int>(pos) + 1, linear, aligned));
-      } else if constexpr (std::is_arithmetic_v<V>) {
-        pack_scalar(packs[s], x, types[pos]);
+      } else {
+        pack_scalar(packs[s], scalar_for(x, static_cast<int>(s), static_cast<int>(g.boxes.size()), kname, pos + 1),
+                    types[pos]);
       }
       ++pos;
     };
