@@ -3,6 +3,7 @@
 #include "dims_reference.hpp"
 
 #include <cmath>
+#include <algorithm>
 #include <limits>
 
 using namespace tessera_test;
@@ -64,5 +65,47 @@ TEST_CASE("var and std along dims keep the rank and the placement rules of reduc
         check_all_close(to_host(stddev(a, d)), want_std, 1e-10, 1e-12);
       }
     }
+  }
+}
+
+TEST_CASE("argmax, argmin, findmax, findmin: the first extreme index, NaN winning, over every shard") {
+  for_each_case([](const DeviceSet& ds, std::size_t n) {
+    if (n == 0) {
+      Array<float, 1> e = put(std::vector<float>{}, ds);
+      (void)expect_error<invalid_argument>([&] { (void)argmax(e); });
+      return;
+    }
+    auto v = random_values<float>(n, -5, 5);
+    if (n > 3) v[n / 3] = v[n - 1] = 9.f;  // ties: the first index wins
+    Array<float, 1> x = put(v, ds);
+    std::size_t imax = 0, imin = 0;
+    for (std::size_t i = 0; i < n; ++i) {
+      if (v[i] > v[imax]) imax = i;
+      if (v[i] < v[imin]) imin = i;
+    }
+    CHECK(argmax(x) == static_cast<std::int64_t>(imax));
+    CHECK(argmin(x) == static_cast<std::int64_t>(imin));
+    const auto [mv, mi] = findmax(x);
+    CHECK(mv == v[imax]);
+    CHECK(mi == static_cast<std::int64_t>(imax));
+    const auto [nv, ni] = findmin(x * 2.f);
+    CHECK(nv == 2.f * v[imin]);
+    CHECK(ni == static_cast<std::int64_t>(imin));
+    if (n > 2) {
+      v[n - 2] = std::numeric_limits<float>::quiet_NaN();
+      Array<float, 1> xn = put(v, ds);
+      CHECK(argmax(xn) == static_cast<std::int64_t>(n - 2));
+      CHECK(argmin(xn) == static_cast<std::int64_t>(n - 2));
+    }
+    // Integers, and a matrix (column-major linear index).
+    const auto iv = random_values<std::int32_t>(n);
+    Array<std::int32_t, 1> xi = put(iv, ds);
+    CHECK(argmax(xi) == static_cast<std::int64_t>(std::max_element(iv.begin(), iv.end()) - iv.begin()));
+  });
+  for (const auto& ds : device_sets()) {
+    auto v = random_values<double>(12 * 7);
+    v[5 + 3 * 12] = 100;
+    Array<double, 2> a = from_host(v, {12, 7}, shard(1, ds));
+    CHECK(argmax(a) == 5 + 3 * 12);
   }
 }

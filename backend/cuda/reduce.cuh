@@ -52,6 +52,23 @@ __device__ H group_fold(H v, Op op, H* smem, int lanes) {
   return r;
 }
 
+// A load that bypasses L1 (volatile), for values of any trivially copyable type: arithmetic
+// values directly, structs (argmax's value-index pairs) word by word.
+template <class T>
+__device__ __forceinline__ T load_volatile(const T* p) {
+  if constexpr (std::is_arithmetic_v<T>) {
+    return *static_cast<const volatile T*>(p);
+  } else {
+    static_assert(sizeof(T) % sizeof(unsigned) == 0 && alignof(T) >= alignof(unsigned));
+    T out;
+    const volatile unsigned* src = reinterpret_cast<const volatile unsigned*>(p);
+    unsigned* dst = reinterpret_cast<unsigned*>(&out);
+#pragma unroll
+    for (unsigned k = 0; k < sizeof(T) / sizeof(unsigned); ++k) dst[k] = src[k];
+    return out;
+  }
+}
+
 template <class I, class Task>
 __global__ void __launch_bounds__(reduce_threads) full_reduce_kernel(const Task t) {
   using Acc = typename Task::acc_type;
@@ -84,8 +101,9 @@ __global__ void __launch_bounds__(reduce_threads) full_reduce_kernel(const Task 
   if (!last) return;
   __threadfence();
   acc = t.init;
-  const volatile Acc* parts = t.partials;  // written by other blocks: read past L1
-  for (unsigned b = threadIdx.x; b < gridDim.x; b += reduce_threads) acc = static_cast<Acc>(t.op(acc, parts[b]));
+  // Written by other blocks: read past L1.
+  for (unsigned b = threadIdx.x; b < gridDim.x; b += reduce_threads)
+    acc = static_cast<Acc>(t.op(acc, load_volatile(t.partials + b)));
   acc = group_fold<Acc>(acc, t.op, smem, reduce_threads);
   if (threadIdx.x == 0) {
     *t.result = acc;

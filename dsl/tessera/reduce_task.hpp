@@ -60,6 +60,34 @@ struct abs2 {
     return double(a) * double(a);
   }
 };
+// A value and its global (column-major linear) index: what argmax and friends fold.
+template <class V>
+struct value_index {
+  V value;
+  std::int64_t index;
+};
+struct with_index {
+  template <class V>
+  TS_HD value_index<V> operator()(V v, index_t i) const {
+    return {v, static_cast<std::int64_t>(i)};
+  }
+};
+// The larger (IsMax) or smaller pair; NaN wins wherever it sits (Julia's findmax), and among equal
+// values (or NaNs) the first index.
+template <bool IsMax>
+struct arg_extremum {
+  template <class V>
+  TS_HD value_index<V> operator()(value_index<V> a, value_index<V> b) const {
+    if constexpr (std::is_floating_point_v<V>) {
+      const bool an = a.value != a.value, bn = b.value != b.value;
+      if (an || bn) return (an && bn) ? (b.index < a.index ? b : a) : (an ? a : b);
+    }
+    if (IsMax ? a.value < b.value : b.value < a.value) return b;
+    if (a.value == b.value && b.index < a.index) return b;
+    return a;
+  }
+};
+
 template <class T>
 struct to {
   template <class A>

@@ -9,9 +9,52 @@
 #include <tessera/reduce_dims.hpp>
 
 #include <cmath>
+#include <cstdint>
 #include <limits>
+#include <utility>
 
 namespace tessera {
+namespace detail {
+
+template <bool IsMax, class X>
+auto find_extremum(X&& x, const char* name) {
+  auto node = to_node(std::forward<X>(x));
+  using V = typename decltype(node)::value_type;
+  constexpr int R = decltype(node)::rank;
+  if (length_of(node) == 0) {
+    throw invalid_argument(std::string("tessera: ") + name + " of an empty collection (shape " +
+                           shape_string<R>(node.shape()) + ") has no value; expected at least one element");
+  }
+  const Shape<R> shape = node.shape();
+  auto pairs = make_node(red::with_index{}, std::move(node), IndexLeaf<R>{shape});
+  using P = red::value_index<V>;
+  const P init{extremum_init<V>(IsMax), std::numeric_limits<std::int64_t>::max()};
+  return reduce_node<P>(pairs, red::to<P>{}, red::arg_extremum<IsMax>{}, init);
+}
+
+}  // namespace detail
+
+/// findmax(x) / findmin(x): the largest (smallest) element and its index, a column-major linear
+/// index into x (Julia's findmax gives a CartesianIndex for arrays); NaN wins wherever it sits,
+/// ties give the first index; an empty x throws. argmax / argmin: the index alone.
+template <expression X>
+auto findmax(X&& x) {
+  const auto p = detail::find_extremum<true>(std::forward<X>(x), "findmax");
+  return std::pair{p.value, p.index};
+}
+template <expression X>
+auto findmin(X&& x) {
+  const auto p = detail::find_extremum<false>(std::forward<X>(x), "findmin");
+  return std::pair{p.value, p.index};
+}
+template <expression X>
+std::int64_t argmax(X&& x) {
+  return detail::find_extremum<true>(std::forward<X>(x), "argmax").index;
+}
+template <expression X>
+std::int64_t argmin(X&& x) {
+  return detail::find_extremum<false>(std::forward<X>(x), "argmin").index;
+}
 
 /// var(x[, corrected]): the variance of every element; NaN with fewer than two (one when
 /// uncorrected) elements. float for float input, double otherwise.
