@@ -285,3 +285,40 @@ TEST_CASE("per_shard values reach ElementwiseKernel and ReductionKernel shard by
                    {"addv", "per_shard", "one per shard"});
   }
 }
+
+#if TS_DEVICE_COMPILER
+namespace {
+__global__ void aot_scale(tessera::Shard<float, 1> x, float by) {
+  for (long long i = blockIdx.x * (long long)blockDim.x + threadIdx.x; i < x.size; i += gridDim.x * (long long)blockDim.x)
+    x(i) *= by + static_cast<float>(x.index);
+}
+}  // namespace
+#endif
+
+TEST_CASE("for_each_shard launches a compiled __global__ function on every GPU shard") {
+#if TS_DEVICE_COMPILER
+  if (!cuda_variant()) {
+    Array<float, 1> x = zeros<float>({8}, shard(0, host_devices(2)));
+    check_mentions(expect_error<invalid_argument>([&] { for_each_shard(&aot_scale, LaunchConfig{}, x, 2.f); }),
+                   {"not a GPU", "functor"});
+    return;
+  }
+  for (const auto& ds : device_sets()) {
+    const auto xv = random_values<float>(100003);
+    Array<float, 1> x = put(xv, ds);
+    for_each_shard(&aot_scale, LaunchConfig{64, 256}, x, 2.f);
+    const auto got = to_host(x);
+    std::size_t wrong = 0;
+    for (std::size_t s = 0; s < x.layout().parts.size(); ++s) {
+      const auto& p = x.layout().parts[s];
+      for (index_t i = 0; i < p.extent[0]; ++i) {
+        const auto g = static_cast<std::size_t>(p.origin[0] + i);
+        wrong += got[g] != xv[g] * (2.f + float(s));
+      }
+    }
+    CHECK(wrong == 0);
+  }
+#else
+  MESSAGE("SKIPPED: __global__ functions need a translation unit compiled by nvcc");
+#endif
+}

@@ -81,4 +81,18 @@ void for_each_shard(F f, const A&... args) {
   detail::execute(jobs);
 }
 
+/// for_each_shard(kernel, config, args...): launches your own compiled __global__ function (from a
+/// translation unit compiled by nvcc) once per GPU shard of the first array argument, with the
+/// arguments RawKernel kernels get (tessera::Shard<T, N> for arrays). GPUs only.
+template <class... P, detail::kernel_arg... A>
+void for_each_shard(void (*kernel)(P...), const LaunchConfig& cfg, const A&... args) {
+  static_assert(sizeof...(P) == sizeof...(A), "TESSERA_KERNEL_ARITY: the kernel takes another number of arguments");
+  static_assert((std::is_same_v<std::remove_cvref_t<P>, detail::shard_value_t<A>> && ...),
+                "TESSERA_KERNEL_ARGUMENT_TYPE: an Array<T, N> argument needs a tessera::Shard<T, N> parameter, a "
+                "scalar or per_shard value one of its own type");
+  detail::KernelState state;
+  state.src.name = "a __global__ function";
+  detail::launch_per_shard_fn(state, reinterpret_cast<const void*>(kernel), cfg, args...);
+}
+
 }  // namespace tessera

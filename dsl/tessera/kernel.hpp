@@ -248,9 +248,10 @@ struct KernelState {
   }
 };
 
-// Launches `state`'s kernel once per shard (the first array argument's parts) with `args`.
+// Launches `state`'s kernel (or, when `fixed` is set, that compiled __global__ function) once per
+// shard (the first array argument's parts) with `args`.
 template <class... A>
-void launch_per_shard(KernelState& state, const LaunchConfig& cfg, const A&... args) {
+void launch_per_shard_fn(KernelState& state, const void* fixed, const LaunchConfig& cfg, const A&... args) {
   std::vector<ShardBox> boxes;
   (add_boxes(boxes, args), ...);
   if (boxes.empty()) {
@@ -270,7 +271,11 @@ void launch_per_shard(KernelState& state, const LaunchConfig& cfg, const A&... a
     const index_t n = box_volume(b);
     if (n == 0 && cfg.grid == 0) continue;
     const int id = b.device.id();
-    void* fn = state.function(id);
+    if (fixed && b.device.is_host()) {
+      throw invalid_argument("tessera: for_each_shard(kernel, ...) launched the __global__ function '" + state.src.name +
+                             "' on " + b.device.name() + ", which is not a GPU; on host devices pass a functor");
+    }
+    void* fn = fixed ? const_cast<void*>(fixed) : state.function(id);
     unsigned grid = cfg.grid;
     if (grid == 0) {
       const index_t cap = static_cast<index_t>(rt::info(id).sm_count > 0 ? rt::info(id).sm_count : 1) * 32;
@@ -280,6 +285,11 @@ void launch_per_shard(KernelState& state, const LaunchConfig& cfg, const A&... a
     const unsigned g3[3] = {grid, 1, 1}, b3[3] = {cfg.block, 1, 1};
     rtc::launch(fn, id, static_cast<int>(s), g3, b3, cfg.shared_bytes, packs[s].pointers(), state.src.name);
   }
+}
+
+template <class... A>
+void launch_per_shard(KernelState& state, const LaunchConfig& cfg, const A&... args) {
+  launch_per_shard_fn(state, nullptr, cfg, args...);
 }
 
 }  // namespace detail
