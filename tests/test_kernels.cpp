@@ -322,3 +322,31 @@ TEST_CASE("for_each_shard launches a compiled __global__ function on every GPU s
   MESSAGE("SKIPPED: __global__ functions need a translation unit compiled by nvcc");
 #endif
 }
+
+TEST_CASE("kernel calls with other argument kinds, bad types and bad launch shapes (review regressions)") {
+  ElementwiseKernel add("T x, T y", "T z", "z = x + y", "add_any");
+  ReductionKernel sumv("float32 x, float32 v", "float32 y", "x + v", "a + b", "y = a", "0", "sumv2");
+  for (const auto& ds : device_sets()) {
+    Array<float, 1> x = put(std::vector<float>{1, 2, 3}, ds), y = put(std::vector<float>{10, 20, 30}, ds);
+    Array<float, 1> z = zeros<float>({3}, shard(0, ds));
+    check_all_close(to_host(add(x, y)), std::vector<double>{11, 22, 33}, 0, 0);
+    add(2.f, x, z);  // a scalar first: another binding than (array, array)
+    check_all_close(to_host(z), std::vector<double>{3, 4, 5}, 0, 0);
+    check_all_close(to_host(add(x, 0.5f)), std::vector<double>{1.5, 2.5, 3.5}, 0, 0);
+    // per_shard values follow the parts, empty ones included.
+    Array<float, 1> two = put(std::vector<float>{1, 2}, ds);
+    std::vector<float> per(ds.size(), 0.f);
+    per[0] = 100.f;
+    double want = 1 + 2 + 100.0 * double(two.layout().parts[0].extent[0]);
+    CHECK(sumv(two, per_shard(per)) == doctest::Approx(want));
+  }
+  CHECK_THROWS_AS(ElementwiseKernel("uint32 x", "float32 z", "z = x", "unsigned_in"), invalid_argument);
+  CHECK_THROWS_AS(ElementwiseKernel("float32 x", "float z, float w", "z = x", "two_out"), invalid_argument);
+  ReductionKernel odd("float32 x", "float32 y", "x", "a + b", "y = a", "0", "odd", "unsigned long long");
+  if (!device_sets().empty()) {
+    Array<float, 1> x = put(std::vector<float>{1, 2}, device_sets().front());
+    check_mentions(expect_error<invalid_argument>([&] { (void)odd(x); }), {"reduce_type", "unsigned long long"});
+    RawKernel k(scale_source, "scale");
+    check_mentions(expect_error<invalid_argument>([&] { k(LaunchConfig{1, 0}, x, 2.f); }), {"block 0"});
+  }
+}

@@ -160,3 +160,13 @@ TEST_CASE("matmul refuses mismatched shapes and placements, leaving operands int
     check_equal(to_host(a), av);
   }
 }
+
+TEST_CASE("a reduce-scattered product keeps A's memory kind") {
+  for (const auto& ds : device_sets()) {
+    if (ds.size() < 2) continue;
+    Array<float, 2> a = from_host(random_values<float>(6 * 9), {6, 9}, shard(1, ds));
+    Array<float, 1> x = from_host(random_values<float>(9), {9}, shard(0, ds));
+    CHECK(matmul(a, x, shard(0, ds)).memory_kind() == a.memory_kind());
+    CHECK(matmul(a, x).memory_kind() == a.memory_kind());
+  }
+}

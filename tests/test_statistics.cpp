@@ -109,3 +109,12 @@ TEST_CASE("argmax, argmin, findmax, findmin: the first extreme index, NaN winnin
     CHECK(argmax(a) == 5 + 3 * 12);
   }
 }
+
+TEST_CASE("var of float input takes the mean in double") {
+  for (const auto& ds : device_sets()) {
+    Array<float, 1> x = put(std::vector<float>{1e7f, 1e7f + 1}, ds);
+    CHECK(var(x) == doctest::Approx(0.5));
+    CHECK(var(x, dims(0)).at(0) == doctest::Approx(0.5));
+    (void)expect_error<invalid_argument>([&] { (void)var(x, dims(5)); });
+  }
+}

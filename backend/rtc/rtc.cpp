@@ -4,6 +4,7 @@
 #include <backend/rtc/rtc.hpp>
 #include <backend/runtime/state.hpp>
 
+#include <atomic>
 #include <cerrno>
 #include <cstdint>
 #include <cstdio>
@@ -16,6 +17,7 @@
 
 #include <dlfcn.h>
 #include <sys/stat.h>
+#include <sys/utsname.h>
 #include <unistd.h>
 
 #if TESSERA_HAS_CUDA
@@ -68,15 +70,25 @@ bool read_file(const std::string& path, std::string& out) {
   return !out.empty();
 }
 
-// Written to a temporary name first and renamed: a concurrent reader never sees half a file.
+// A name no other thread or process uses at the same time, for temporary files.
+std::string unique_suffix() {
+  static std::atomic<unsigned> counter{0};
+  return "." + std::to_string(getpid()) + "." + std::to_string(counter.fetch_add(1));
+}
+
+// Written to a temporary name first and renamed: a concurrent reader never sees half a file, and
+// a failed write (a full disk) leaves nothing.
 void write_file(const std::string& path, const std::string& data) {
-  const std::string tmp = path + ".tmp" + std::to_string(getpid());
+  const std::string tmp = path + ".tmp" + unique_suffix();
+  bool ok = false;
   {
     std::ofstream f(tmp, std::ios::binary);
     if (!f) return;  // a cache that cannot be written is only a slower cache
     f.write(data.data(), static_cast<std::streamsize>(data.size()));
+    f.flush();
+    ok = static_cast<bool>(f);
   }
-  if (std::rename(tmp.c_str(), path.c_str()) != 0) std::remove(tmp.c_str());
+  if (!ok || std::rename(tmp.c_str(), path.c_str()) != 0) std::remove(tmp.c_str());
 }
 
 [[maybe_unused]] std::string key_of(const source& s, const std::string& what) {
@@ -117,9 +129,11 @@ std::string nvrtc_compile(const source& s, int arch) {
                         log);
   }
   std::size_t size = 0;
-  check_nvrtc(nvrtcGetCUBINSize(prog, &size), "nvrtcGetCUBINSize", s.name);
-  std::string bin(size, '\0');
-  check_nvrtc(nvrtcGetCUBIN(prog, bin.data()), "nvrtcGetCUBIN", s.name);
+  nvrtcResult got = nvrtcGetCUBINSize(prog, &size);
+  std::string bin(got == NVRTC_SUCCESS ? size : 0, '\0');
+  if (got == NVRTC_SUCCESS) got = nvrtcGetCUBIN(prog, bin.data());
+  if (got != NVRTC_SUCCESS) nvrtcDestroyProgram(&prog);
+  check_nvrtc(got, "nvrtcGetCUBIN", s.name);
   const char* lowered = nullptr;
   std::string lowered_name = s.name;
   if (nvrtcGetLoweredName(prog, s.name.c_str(), &lowered) == NVRTC_SUCCESS && lowered) lowered_name = lowered;
@@ -174,7 +188,7 @@ void forget_memory_cache() {
 }
 
 // The stored entry is "<lowered name>\0<cubin>"; cubin() returns it whole (gpu_kernel splits it).
-const std::string& cubin(const source& s, int arch) {
+std::string cubin(const source& s, int arch) {
 #if TESSERA_HAS_CUDA
   const std::string key = key_of(s, "sm_" + std::to_string(arch) + " nvrtc " + std::to_string(nvrtc_version()));
   {
@@ -272,7 +286,10 @@ void* host_symbol(const std::string& code, const std::string& symbol, const std:
   if (!cxx_env || !*cxx_env) cxx_env = std::getenv("CXX");
   const std::string cxx = cxx_env && *cxx_env ? cxx_env : "c++";
   const std::string flags = "-std=c++17 -O3 -shared -fPIC";
-  const std::string key = hex(fnv(cxx + " " + flags + "\n" + code));
+  // The key holds the machine type too: a cache directory shared by x86-64 and aarch64 nodes.
+  struct utsname un {};
+  (void)uname(&un);
+  const std::string key = hex(fnv(cxx + " " + flags + " " + un.machine + "\n" + code));
   auto& libs = host_libs();
   {
     std::lock_guard<std::mutex> g(lock());
@@ -291,9 +308,15 @@ void* host_symbol(const std::string& code, const std::string& symbol, const std:
   }
   const std::string lib = dir + "/" + key + ".so";
   bool from_disk = cached && access(lib.c_str(), R_OK) == 0;
+  void* handle = from_disk ? dlopen(lib.c_str(), RTLD_NOW | RTLD_LOCAL) : nullptr;
+  if (from_disk && !handle) {  // a cached library that does not load (another machine's?): rebuild it
+    std::remove(lib.c_str());
+    from_disk = false;
+  }
   if (!from_disk) {
-    const std::string src = dir + "/" + key + "." + std::to_string(getpid()) + ".cpp";
-    const std::string out = lib + ".tmp" + std::to_string(getpid());
+    const std::string tag = unique_suffix();
+    const std::string src = dir + "/" + key + tag + ".cpp";
+    const std::string out = lib + ".tmp" + tag;
     const std::string log = src + ".log";
     write_file(src, code);
     const std::string cmd = cxx + " " + flags + " -o '" + out + "' '" + src + "' > '" + log + "' 2>&1";
@@ -309,8 +332,8 @@ void* host_symbol(const std::string& code, const std::string& symbol, const std:
                           text);
     }
     if (std::rename(out.c_str(), lib.c_str()) != 0) std::remove(out.c_str());
+    handle = dlopen(lib.c_str(), RTLD_NOW | RTLD_LOCAL);
   }
-  void* handle = dlopen(lib.c_str(), RTLD_NOW | RTLD_LOCAL);
   if (!cached) {  // the loaded library stays mapped; its private directory goes
     std::remove(lib.c_str());
     rmdir(dir.c_str());

@@ -24,7 +24,7 @@ struct source {
 
 // The CUBIN of `s` for compute capability `arch` (e.g. 90), from the memory cache, the disk cache
 // or NVRTC. Throws compile_error with NVRTC's log. Needs no GPU.
-const std::string& cubin(const source& s, int arch);
+std::string cubin(const source& s, int arch);
 // The kernel of `s` for GPU `device` (compiled for its architecture on first use and loaded
 // through the context-independent library API, once per architecture): an opaque cudaKernel_t.
 void* gpu_kernel(const source& s, int device);

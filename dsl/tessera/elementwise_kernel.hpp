@@ -30,6 +30,16 @@ inline std::string trim(const std::string& s) {
   return b == std::string::npos ? "" : s.substr(b, e - b + 1);
 }
 
+// The C type of a CuPy or C type name; "" for a placeholder (a type parameter such as T).
+inline std::string c_type_of(const std::string& t) {
+  static const std::map<std::string, std::string> names = {
+      {"float32", "float"}, {"float", "float"}, {"float64", "double"}, {"double", "double"},
+      {"int32", "int"},     {"int", "int"},     {"int64", "long long"}, {"long long", "long long"},
+      {"bool", "bool"}};
+  auto it = names.find(t);
+  return it == names.end() ? "" : it->second;
+}
+
 inline std::vector<KParam> parse_params(const std::string& list, const std::string& kernel, const char* which) {
   std::vector<KParam> out;
   std::stringstream ss(list);
@@ -42,19 +52,19 @@ inline std::vector<KParam> parse_params(const std::string& list, const std::stri
       throw invalid_argument("tessera: kernel '" + kernel + "': " + which + " parameter '" + item +
                              "': expected '<type> <name>', e.g. 'float32 x' or 'T x'");
     }
-    out.push_back({trim(item.substr(0, sp)), trim(item.substr(sp + 1))});
+    KParam p{trim(item.substr(0, sp)), trim(item.substr(sp + 1))};
+    // A placeholder is an identifier starting with a capital letter (CuPy's T, U...); anything else
+    // must be a known type, so that "uint32 x" is refused rather than bound to any array.
+    const bool placeholder = !p.type.empty() && p.type[0] >= 'A' && p.type[0] <= 'Z' &&
+                             p.type.find_first_of(" \t*&") == std::string::npos;
+    if (!placeholder && c_type_of(p.type).empty()) {
+      throw invalid_argument("tessera: kernel '" + kernel + "': " + which + " parameter '" + item + "': type '" +
+                             p.type + "' is not supported; expected float32, float64, int32, int64, bool (or float, "
+                             "double, int, long long), or a placeholder such as T");
+    }
+    out.push_back(std::move(p));
   }
   return out;
-}
-
-// The C type of a CuPy or C type name; "" for a placeholder (a type parameter such as T).
-inline std::string c_type_of(const std::string& t) {
-  static const std::map<std::string, std::string> names = {
-      {"float32", "float"}, {"float", "float"}, {"float64", "double"}, {"double", "double"},
-      {"int32", "int"},     {"int", "int"},     {"int64", "long long"}, {"long long", "long long"},
-      {"bool", "bool"}};
-  auto it = names.find(t);
-  return it == names.end() ? "" : it->second;
 }
 
 template <class T>
@@ -62,7 +72,7 @@ std::string c_type() {
   if constexpr (std::is_same_v<T, float>) return "float";
   else if constexpr (std::is_same_v<T, double>) return "double";
   else if constexpr (std::is_same_v<T, std::int32_t>) return "int";
-  else if constexpr (std::is_same_v<T, std::int64_t>) return "long long";
+  else if constexpr (std::is_same_v<T, std::int64_t> || std::is_same_v<T, long long>) return "long long";
   else if constexpr (std::is_same_v<T, bool>) return "bool";
   else return "";
 }
@@ -263,7 +273,7 @@ inline std::string elementwise_source(const std::vector<GenArg>& in, const std::
   // The call of the body for element _i at offsets given by `at(name)`.
   auto call = [&](auto at_in, auto at_out) {
     std::ostringstream c;
-    for (std::size_t j = 0; j < out.size(); ++j) c << out[j].type << " _r" << j << "; ";
+    for (std::size_t j = 0; j < out.size(); ++j) c << out[j].type << " _r" << j << "{}; ";
     c << "tessera_body(";
     for (std::size_t k = 0; k < in.size(); ++k) c << (in[k].array ? at_in(k) : "_a" + std::to_string(k)) << ", ";
     for (std::size_t j = 0; j < out.size(); ++j) c << "_r" << j << ", ";
@@ -299,7 +309,7 @@ inline std::string elementwise_source(const std::vector<GenArg>& in, const std::
     if (in[k].array) o << " _v" << k << "[_u] = reinterpret_cast<const tessera::vec4<" << in[k].type << ">*>(_a" << k << ".p)[_c];";
   o << " }\n      }\n#pragma unroll\n      for (int _u = 0; _u < 2; ++_u) {\n        const long long _c = _c0 + _u * _threads;\n"
     << "        if (_c < _chunks) {\n";
-  for (std::size_t j = 0; j < out.size(); ++j) o << "          tessera::vec4<" << out[j].type << "> _w" << j << ";\n";
+  for (std::size_t j = 0; j < out.size(); ++j) o << "          tessera::vec4<" << out[j].type << "> _w" << j << "{};\n";
   o << "#pragma unroll\n          for (int _j = 0; _j < 4; ++_j) {\n            const long long _i = _c * 4 + _j;\n            "
     << call([](std::size_t k) { return "_v" + std::to_string(k) + "[_u].v[_j]"; },
             [](std::size_t j) { return "_w" + std::to_string(j) + ".v[_j]"; })
@@ -332,6 +342,8 @@ void pack_scalar(ArgPack& pack, V v, const std::string& type) {
 // The compiled forms of one generated kernel: per device on GPUs, one host function.
 struct Generated {
   std::shared_ptr<KernelState> gpu;
+  std::vector<std::shared_ptr<KernelState>> more;  // further kernels of the same source (reductions)
+  std::string reduce_type;                         // reductions: the C type of the folded values
   std::string host_code;
   void* host_fn = nullptr;
   std::mutex m;
@@ -415,50 +427,30 @@ struct KernelSignature {
     return types;
   }
 
-  // Per list of argument types (a call's C++ types fix everything above): computed once, so that
-  // a repeated call builds no string.
+  // Per (output type, argument types) of a call, which fix everything above: the types and the
+  // generated kernel are computed once, so that a repeated call builds no string. An entry is
+  // stored complete (never half-made: a failed binding stores nothing and throws again).
   struct Bound {
-    std::vector<bool> arrays;
     std::vector<std::string> types;
     std::map<std::string, std::string> placeholders;
     std::shared_ptr<Generated> generated;
   };
   std::mutex cache_m;
-  std::map<const void*, std::unique_ptr<Bound>> cache;
+  std::map<const void*, std::shared_ptr<const Bound>> cache;
 
-  template <class... A>
-  Bound& bound_for() {
-    std::lock_guard<std::mutex> g(cache_m);
-    auto& b = cache[&type_list_key<A...>];
-    if (!b) b = std::make_unique<Bound>(Bound{{is_array_like<std::remove_cvref_t<A>>::value...}, {}, {}, nullptr});
-    return *b;
-  }
-  template <class... A>
-  const std::vector<bool>& arrays() {
-    return bound_for<A...>().arrays;
-  }
-  template <class OutT, class... A>
-  const std::vector<std::string>& types() {
-    Bound& b = bound_for<OutT, A...>();
-    if (b.types.empty()) {
-      std::map<std::string, std::string> placeholders;
-      b.arrays.erase(b.arrays.begin());  // OutT is only part of the key
-      b.types = bind({type_of_arg<A>()...}, b.arrays, c_type<OutT>(), placeholders);
-      b.placeholders = std::move(placeholders);
+  template <class OutT, class... A, class Make>
+  std::shared_ptr<const Bound> bound(Make&& make) {
+    const void* key = &type_list_key<OutT, A...>;
+    {
+      std::lock_guard<std::mutex> g(cache_m);
+      if (auto it = cache.find(key); it != cache.end()) return it->second;
     }
-    return b.types;
-  }
-  template <class OutT, class... A>
-  const std::map<std::string, std::string>& placeholders() {
-    (void)types<OutT, A...>();
-    return bound_for<OutT, A...>().placeholders;
-  }
-  template <class... A, class Make>
-  std::shared_ptr<Generated> generated_for(Make&& make) {
-    Bound& b = bound_for<A...>();
+    auto b = std::make_shared<Bound>();
+    b->types = bind({type_of_arg<A>()...}, {is_array_like<std::remove_cvref_t<A>>::value...}, c_type<OutT>(),
+                    b->placeholders);
+    b->generated = make(b->types, b->placeholders);
     std::lock_guard<std::mutex> g(cache_m);
-    if (!b.generated) b.generated = make();
-    return b.generated;
+    return cache.emplace(key, std::move(b)).first->second;  // a racing first call keeps the first entry
   }
 };
 
@@ -514,8 +506,21 @@ auto ElementwiseKernel::call(const A&... args) const {
                            "optionally its output); found " + std::to_string(n) + " arguments");
   }
   // Types: placeholders bind to the arguments' types in order (inputs, then the output if given).
-  const std::vector<bool>& is_array = s_->arrays<A...>();
-  const std::vector<std::string>& types = s_->types<OutT, A...>();
+  static constexpr bool is_array[] = {is_array_like<std::remove_cvref_t<A>>::value..., false};
+  // The types and the generated kernel of this signature (made once per argument types).
+  const auto binding = s_->bound<OutT, A...>([&](const std::vector<std::string>& types,
+                                                 const std::map<std::string, std::string>&) {
+    std::vector<GenArg> in, out{{types[n_in], s_->out[0].name, true}};
+    for (std::size_t k = 0; k < n_in; ++k) in.push_back({types[k], s_->in[k].name, is_array[k]});
+    auto g = std::make_shared<Generated>();
+    g->gpu = std::make_shared<KernelState>();
+    const std::string code = elementwise_source(in, out, R, s_->body, s_->preamble, kname);
+    g->gpu->src = {code, "tessera_elementwise", s_->options, kname};
+    g->host_code = code;
+    return g;
+  });
+  const std::vector<std::string>& types = binding->types;
+  const std::shared_ptr<Generated>& gen = binding->generated;
   // The output's shape: the inputs' shapes broadcast (Julia's rule), or the given output's.
   Shape<R> shape{};
   for (int k = 0; k < R; ++k) shape[k] = 1;
@@ -554,17 +559,6 @@ auto ElementwiseKernel::call(const A&... args) const {
     owned = std::make_shared<const Layout<OutT, R>>(allocate_layout<OutT, R>(g, choice.mem));
     out_layout = owned.get();
   }
-  // The generated kernel of this signature (made once per argument types).
-  const std::shared_ptr<Generated> gen = s_->generated_for<OutT, A...>([&] {
-    std::vector<GenArg> in, out{{types[n_in], s_->out[0].name, true}};
-    for (std::size_t k = 0; k < n_in; ++k) in.push_back({types[k], s_->in[k].name, static_cast<bool>(is_array[k])});
-    auto g = std::make_shared<Generated>();
-    g->gpu = std::make_shared<KernelState>();
-    const std::string code = elementwise_source(in, out, R, s_->body, s_->preamble, kname);
-    g->gpu->src = {code, "tessera_elementwise", s_->options, kname};
-    g->host_code = code;
-    return g;
-  });
   // Plan every shard (placement errors leave every array intact), then run them.
   std::vector<GeneratedRun> runs;
   std::vector<rt::shard_launch> launches;

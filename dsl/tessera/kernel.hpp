@@ -163,9 +163,12 @@ concept kernel_arg = is_array_like<std::remove_cvref_t<X>>::value || std::is_ari
 template <class T, int N>
 ShardArg<T, N> shard_arg(const Layout<T, N>& l, const ShardBox& b, const char* kernel, int position) {
   static_assert(N >= 1, "TESSERA_KERNEL_ARG_RANK: kernel array arguments have rank >= 1");
-  Shape<N> o{}, e{};
-  for (int k = 0; k < N; ++k) o[k] = b.origin[k], e[k] = b.extent[k];
-  const Part<T, N>* p = static_cast<int>(b.origin.size()) == N ? matching_part(l, b.device, o, e) : nullptr;
+  const Part<T, N>* p = nullptr;
+  if (static_cast<int>(b.origin.size()) == N) {  // the same rank as the first array: its box
+    Shape<N> o{}, e{};
+    for (int k = 0; k < N; ++k) o[k] = b.origin[k], e[k] = b.extent[k];
+    p = matching_part(l, b.device, o, e);
+  }
   if (!p) {
     for (auto& q : l.parts)
       if (q.device == b.device && volume<N>(q.extent) == volume<N>(l.shape)) p = &q;
@@ -252,6 +255,10 @@ struct KernelState {
 // shard (the first array argument's parts) with `args`.
 template <class... A>
 void launch_per_shard_fn(KernelState& state, const void* fixed, const LaunchConfig& cfg, const A&... args) {
+  if (cfg.block == 0 || cfg.block > 1024) {
+    throw invalid_argument("tessera: kernel '" + state.src.name + "': LaunchConfig block " + std::to_string(cfg.block) +
+                           "; expected 1 to 1024 threads");
+  }
   std::vector<ShardBox> boxes;
   (add_boxes(boxes, args), ...);
   if (boxes.empty()) {
@@ -319,6 +326,8 @@ class RawKernel {
   /// Compiles for compute capability `arch` (e.g. 90) without launching (needs no GPU); throws
   /// compile_error with NVRTC's log.
   void compile(int arch) const { (void)detail::rtc::cubin(state_->src, arch); }
+  // Scalars are passed as the C++ type given: pass exactly the type the kernel declares (2.f for a
+  // float parameter, std::int64_t{n} for a long long one); a narrower argument is read past.
   const std::string& name() const { return state_->src.name; }
 
  private:

@@ -331,11 +331,12 @@ auto matmul_layouts(std::shared_ptr<const Layout<T, 2>> pa, std::shared_ptr<cons
   }
   (void)any_work;
   run_products<T, NB>(jobs);
-  if (result.kind == Placement::kind_t::shard) return reduce_scatter(partials, reduce_op::sum);
-  allreduce(partials, reduce_op::sum);
-  if (mem == memory::device) return partials;
-  Out c(std::make_shared<const Layout<T, NB>>(allocate_layout<T, NB>(geometry_of(pl), mem)));
-  assign_node(c.layout(), partials.leaf(), par);
+  Out summed = result.kind == Placement::kind_t::shard ? reduce_scatter(partials, reduce_op::sum) : partials;
+  if (result.kind != Placement::kind_t::shard) allreduce(summed, reduce_op::sum);
+  if (mem == memory::device) return summed;
+  // The partials lived in device memory; the result takes A's memory kind.
+  Out c(std::make_shared<const Layout<T, NB>>(allocate_layout<T, NB>(geometry_of(summed.layout()), mem)));
+  assign_node(c.layout(), summed.leaf(), par);
   return c;
 }
 

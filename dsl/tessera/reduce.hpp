@@ -111,7 +111,7 @@ void combine_partials(const Layout<Acc, G>& gather, const Layout<Acc, O>& out, i
     // Output o folds row o of the k x ndev block matrix: dim 0 kept, dim 1 reduced.
     const index_t n = static_cast<index_t>(ndev);
     Task t{.e = {g, {1, k}}, .map = {}, .op = op, .init = static_cast<H>(init), .mode = path::cartesian,
-           .wide = false, .out = out.parts[r].ptr, .n_out = k, .n_red = n, .nk = 1, .nr = 1, .kdim = {0},
+           .wide = k * n >= narrow_index_limit, .out = out.parts[r].ptr, .n_out = k, .n_red = n, .nk = 1, .nr = 1, .kdim = {0},
            .rdim = {1}, .kext = {k}, .rext = {n}, .cst = {1, k}, .chunk = n};
     jobs.push_back({.task = t, .device = gather.parts[r].device, .shard = static_cast<int>(r), .n = k * n});
   }

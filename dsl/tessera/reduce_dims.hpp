@@ -113,8 +113,6 @@ Array<Acc, Node::rank> reduce_dims_node(const Node& node, const ReduceDims& dd, 
     const auto plan = plan_shard<R>(node, in_shape, gin.boxes[s], {&in_shape, &describe_dims_reduction<R>});
     Acc* dst = shard_reduced ? gather->parts[s].ptr + static_cast<index_t>(s) * k_out : p.ptr;
     Task t = dims_task<Acc, H>(plan, mask, map, op, init, dst, n);
-    // The gathered partials are addressed past k_out * ndev.
-    t.wide = t.wide || n * static_cast<index_t>(gin.boxes.size()) >= narrow_index_limit;
     rt::make_resident(*p.buf);
     jobs.push_back({.task = t, .device = p.device, .shard = static_cast<int>(s), .n = n});
   }
@@ -124,7 +122,8 @@ Array<Acc, Node::rank> reduce_dims_node(const Node& node, const ReduceDims& dd, 
 }
 
 template <class X>
-index_t reduced_count(const X& node, const ReduceDims& d) {
+index_t reduced_count(const X& node, const ReduceDims& d, const char* what) {
+  (void)reduced_mask<X::rank>(d, what);  // the dims are valid before they index the shape
   const auto s = node.shape();
   index_t n = 1;
   for (int i = 0; i < d.count; ++i) n *= s[d.d[i]];
@@ -168,7 +167,7 @@ auto extremum_dims(X&& x, const ReduceDims& d, const char* name) {
   using V = typename decltype(node)::value_type;
   constexpr int R = decltype(node)::rank;
   (void)reduced_mask<R>(d, name);
-  if (reduced_count(node, d) == 0) {
+  if (reduced_count(node, d, name) == 0) {
     Shape<R> out = node.shape();
     for (int i = 0; i < d.count; ++i) out[d.d[i]] = 1;
     if (volume<R>(out) > 0) {
@@ -195,7 +194,7 @@ template <expression X>
 auto mean(X&& x, const ReduceDims& d) {
   auto node = detail::to_node(std::forward<X>(x));
   using R = detail::real_result_t<typename decltype(node)::value_type>;
-  const auto n = static_cast<double>(detail::reduced_count(node, d));
+  const auto n = static_cast<double>(detail::reduced_count(node, d, "mean"));
   auto s = detail::reduce_dims_node<double>(node, d, detail::red::to<double>{}, detail::red::add{}, 0.0, "mean");
   return Array<R, decltype(node)::rank>(cast<R>(s / n));
 }

@@ -127,9 +127,6 @@ class ReductionKernel {
   struct shared : detail::KernelSignature {
     using KernelSignature::KernelSignature;
     std::string map, reduce, post, identity, reduce_type;
-    std::mutex m;
-    std::map<std::string, std::shared_ptr<detail::Generated>> generated;
-    std::map<std::string, std::shared_ptr<detail::KernelState>> final_kernels, post_kernels;
   };
   std::shared_ptr<shared> s_;
 };
@@ -147,11 +144,37 @@ auto ReductionKernel::call(const A&... args) const {
     throw invalid_argument("tessera: ReductionKernel '" + kname + "' takes " + std::to_string(n_in) + " inputs; found " +
                            std::to_string(sizeof...(A)) + " arguments");
   }
-  const std::vector<bool>& is_array = s_->arrays<A...>();
-  const std::vector<std::string>& types = s_->types<OutT, A...>();
-  const auto& bound = s_->placeholders<OutT, A...>();
-  std::string rtype = s_->reduce_type.empty() ? types[n_in] : c_type_of(s_->reduce_type);
-  if (rtype.empty()) rtype = bound.count(s_->reduce_type) ? bound.at(s_->reduce_type) : s_->reduce_type;
+  static constexpr bool is_array[] = {is_array_like<std::remove_cvref_t<A>>::value..., false};
+  // The types and the generated kernels of this signature (made once per argument types).
+  const auto binding = s_->bound<OutT, A...>([&](const std::vector<std::string>& types,
+                                                 const std::map<std::string, std::string>& placeholders) {
+    std::string rtype = s_->reduce_type.empty() ? types[n_in] : c_type_of(s_->reduce_type);
+    if (rtype.empty() && placeholders.count(s_->reduce_type)) rtype = placeholders.at(s_->reduce_type);
+    if (rtype.empty()) {
+      throw invalid_argument("tessera: ReductionKernel '" + kname + "': reduce_type '" + s_->reduce_type +
+                             "' is not one of float32, float64, int32, int64, bool (or their C names), nor a placeholder "
+                             "of the parameters");
+    }
+    std::vector<GenArg> in;
+    for (std::size_t k = 0; k < n_in; ++k) in.push_back({types[k], s_->in[k].name, is_array[k]});
+    const std::string code = reduction_source(in, {types[n_in], s_->out[0].name, true}, rtype, R, s_->map, s_->reduce,
+                                              s_->post, s_->identity, s_->preamble, kname);
+    auto g = std::make_shared<Generated>();
+    g->gpu = std::make_shared<KernelState>();
+    g->gpu->src = {code, "tessera_reduction", s_->options, kname};
+    g->host_code = code;
+    g->reduce_type = rtype;
+    for (const char* k : {"tessera_reduction_final", "tessera_reduction_post"}) {
+      g->more.push_back(std::make_shared<KernelState>());
+      g->more.back()->src = {code, k, s_->options, kname};
+    }
+    return g;
+  });
+  const std::vector<std::string>& types = binding->types;
+  const std::shared_ptr<Generated>& gen = binding->generated;
+  const std::string& rtype = gen->reduce_type;
+  const std::shared_ptr<KernelState>& fin = gen->more[0];
+  const std::shared_ptr<KernelState>& post = gen->more[1];
   // The boxes: the inputs' broadcast shape, split like the first sharded input (one replica of a
   // replicated input).
   Shape<R> shape{};
@@ -170,41 +193,22 @@ auto ReductionKernel::call(const A&... args) const {
   };
   (consider(args), ...);
   Geometry<R> g = choice.priority ? choice.g : geometry_from_placement<R>(shape, Placement{});
-  if (g.replicated) g.boxes.resize(1);
+  // per_shard values are counted and indexed by the parts before any is dropped (a replicated
+  // input folds its first replica, with the first value).
+  const int part_count = static_cast<int>(g.boxes.size());
+  std::vector<int> part_index(g.boxes.size());
+  for (std::size_t s = 0; s < part_index.size(); ++s) part_index[s] = static_cast<int>(s);
+  if (g.replicated) g.boxes.resize(1), part_index.resize(1);
   // Empty shards add the identity: they take no part. The post map runs on the first GPU of the
   // reduction even when all of its shards are empty (no host compiler needed on GPUs).
   int post_gpu = -1;
   for (auto& b : g.boxes)
     if (post_gpu < 0 && !b.device.is_host()) post_gpu = b.device.id();
-  std::erase_if(g.boxes, [](const auto& b) { return volume<R>(b.extent) == 0; });
-  // The generated kernels of this signature.
-  std::string sig = std::to_string(R) + " " + rtype;
-  for (std::size_t k = 0; k < n_in; ++k) sig += " " + types[k] + (is_array[k] ? "[]" : "");
-  sig += " -> " + types[n_in];
-  std::shared_ptr<Generated> gen;
-  std::shared_ptr<KernelState> fin, post;
-  {
-    std::lock_guard<std::mutex> lock(s_->m);
-    auto& slot = s_->generated[sig];
-    if (!slot) {
-      std::vector<GenArg> in;
-      for (std::size_t k = 0; k < n_in; ++k) in.push_back({types[k], s_->in[k].name, static_cast<bool>(is_array[k])});
-      const std::string code = reduction_source(in, {types[n_in], s_->out[0].name, true}, rtype, R, s_->map, s_->reduce,
-                                                s_->post, s_->identity, s_->preamble, kname);
-      slot = std::make_shared<Generated>();
-      slot->gpu = std::make_shared<KernelState>();
-      slot->gpu->src = {code, "tessera_reduction", s_->options, kname};
-      slot->host_code = code;
-      auto f = std::make_shared<KernelState>();
-      f->src = {code, "tessera_reduction_final", s_->options, kname};
-      auto p = std::make_shared<KernelState>();
-      p->src = {code, "tessera_reduction_post", s_->options, kname};
-      s_->final_kernels[sig] = f;
-      s_->post_kernels[sig] = p;
+  for (std::size_t s = g.boxes.size(); s-- > 0;) {
+    if (volume<R>(g.boxes[s].extent) == 0) {
+      g.boxes.erase(g.boxes.begin() + static_cast<std::ptrdiff_t>(s));
+      part_index.erase(part_index.begin() + static_cast<std::ptrdiff_t>(s));
     }
-    gen = slot;
-    fin = s_->final_kernels[sig];
-    post = s_->post_kernels[sig];
   }
   // Plan every shard, then fold each.
   const std::size_t rbytes = c_type_size(rtype);
@@ -220,8 +224,7 @@ auto ReductionKernel::call(const A&... args) const {
         packs[s].add(operand_for<typename V::value_type, V::rank, R>(x.layout(), b.device, shape, b.origin, b.extent,
                                                                      kname, static_cast<int>(pos) + 1, linear, aligned));
       } else {
-        pack_scalar(packs[s], scalar_for(x, static_cast<int>(s), static_cast<int>(g.boxes.size()), kname, pos + 1),
-                    types[pos]);
+        pack_scalar(packs[s], scalar_for(x, part_index[s], part_count, kname, pos + 1), types[pos]);
       }
       ++pos;
     };

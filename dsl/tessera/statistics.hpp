@@ -63,7 +63,7 @@ auto var(X&& x, bool corrected = true) {
   auto node = detail::to_node(std::forward<X>(x));
   using R = detail::real_result_t<typename decltype(node)::value_type>;
   const double n = static_cast<double>(detail::length_of(node));
-  const double m = static_cast<double>(mean(node));
+  const double m = sum(cast<double>(node)) / n;  // in double: a float mean would round first
   const double ss = sum(abs2(cast<double>(node) - m));
   const double d = n - (corrected ? 1.0 : 0.0);
   return static_cast<R>(d > 0 ? ss / d : std::numeric_limits<double>::quiet_NaN());
@@ -81,7 +81,7 @@ template <expression X>
 auto var(X&& x, const ReduceDims& d, bool corrected = true) {
   auto node = detail::to_node(std::forward<X>(x));
   using R = detail::real_result_t<typename decltype(node)::value_type>;
-  const double n = static_cast<double>(detail::reduced_count(node, d));
+  const double n = static_cast<double>(detail::reduced_count(node, d, "var"));
   auto m = sum(cast<double>(node), d);  // the sum, scaled below: one array less
   auto ss = sum(abs2(cast<double>(node) - m / n), d);
   const double dn = n - (corrected ? 1.0 : 0.0);
