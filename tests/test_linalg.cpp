@@ -170,3 +170,24 @@ TEST_CASE("a reduce-scattered product keeps A's memory kind") {
     CHECK(matmul(a, x).memory_kind() == a.memory_kind());
   }
 }
+
+TEST_CASE("reverse is a view of any dimension, sharded or not") {
+  for (const auto& ds : device_sets()) {
+    for (index_t n : {index_t(0), index_t(1), index_t(7), index_t(1000)}) {
+      const auto v = random_values<float>(static_cast<std::size_t>(n));
+      Array<float, 1> x = put(v, ds);
+      std::vector<double> want(v.rbegin(), v.rend());
+      check_all_close(to_host(reverse(x)), want, 0, 0);
+      Array<float, 1> y = reverse(x) * 2.f;  // usable in expressions
+      for (auto& w : want) w *= 2;
+      check_all_close(to_host(y), want, 0, 0);
+    }
+    const auto m = random_values<double>(5 * 6);
+    Array<double, 2> a = from_host(m, {5, 6}, shard(1, ds));
+    std::vector<double> want(m.size());
+    for (index_t j = 0; j < 6; ++j)
+      for (index_t i = 0; i < 5; ++i) want[static_cast<std::size_t>(i + j * 5)] = m[static_cast<std::size_t>(i + (5 - j) * 5)];
+    check_all_close(to_host(reverse(a, 1)), want, 0, 0);
+    (void)expect_error<invalid_argument>([&] { (void)reverse(a, 2); });
+  }
+}

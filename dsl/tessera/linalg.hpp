@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: Apache-2.0
-// Tessera: sharded linear algebra. transpose(A) is a view (its parts' strides swapped, no copy);
+// Tessera: sharded linear algebra. transpose(A) and reverse(x, dim) are views (no copy);
 // matmul(A, B) and matmul(A, x) run one BLAS call per device (cuBLAS on GPUs, CBLAS on host
 // devices, backend/linalg) over the operands' parts on that device. How the work splits follows
 // the operands' placements (docs/semantics.md, "Linear algebra"):
@@ -350,6 +350,29 @@ template <class X>
 auto transpose(const X& a) {
   using T = typename std::remove_cvref_t<X>::value_type;
   return View<T, 2>(detail::transposed(a.layout()));
+}
+
+/// reverse(x, dim): x with dimension `dim` reversed, as a view (Julia's reverse(x; dims), NumPy's
+/// flip): no copy; each shard's piece is read backwards where it lives, so the view of a sharded
+/// array stays sharded (its blocks mirrored).
+template <class X>
+  requires detail::is_array_like<std::remove_cvref_t<X>>::value
+auto reverse(const X& x, int dim = 0) {
+  using V = std::remove_cvref_t<X>;
+  using T = typename V::value_type;
+  constexpr int N = V::rank;
+  if (dim < 0 || dim >= N) {
+    throw invalid_argument("tessera: reverse(x, " + std::to_string(dim) + ") on an array of rank " +
+                           std::to_string(N) + ": expected a dimension in [0, " + std::to_string(N) + ")");
+  }
+  const auto& l = x.layout();
+  return [&]<std::size_t... K>(std::index_sequence<K...>) {
+    auto idx = [&](int k) {
+      const index_t n = l.shape[k];
+      return k == dim ? range(n - 1, -1, -1) : range(0, n);
+    };
+    return View<T, N>(detail::make_view<T, N, N>(l, idx(static_cast<int>(K))...));
+  }(std::make_index_sequence<N>{});
 }
 
 /// matmul(A, B) for matrices and matmul(A, x) for a matrix and a vector (NumPy's A @ B, Julia's
