@@ -144,6 +144,12 @@ inline constexpr std::int64_t host_parallel_threshold = std::int64_t(1) << 16;
 // after every started shard has finished.
 void run_shards(const shard_launch* shards, std::size_t count, bool sequential);
 
+// Copies `bytes` of contiguous memory from one device to another (or within one), ordered
+// after the work queued on both: host devices with memcpy, GPU <-> host device through the
+// staging buffers below (waits), GPU <-> GPU with a peer copy on the destination's stream (the
+// host does not wait).
+void copy_between(int dst_device, void* dst, int src_device, const void* src, std::size_t bytes);
+
 // -- host transfers (through pinned staging buffers; each call waits for the copy) ------------
 // Each GPU owns two pinned staging chunks of this size (allocated on its first transfer); a
 // larger transfer is split into chunks and double-buffered.

@@ -22,6 +22,7 @@
 #include <tessera/reduce_dims.hpp>
 #include <tessera/statistics.hpp>
 #include <tessera/collective.hpp>
+#include <tessera/copy.hpp>
 #include <tessera/linalg.hpp>
 #include <tessera/kernel.hpp>
 #include <tessera/elementwise_kernel.hpp>

@@ -1,0 +1,116 @@
+// SPDX-License-Identifier: Apache-2.0
+// Tessera: explicit data movement. copy(a, placement[, memory]) makes a new array with a's shape
+// and values and the given placement: any placement from any other (one device to another,
+// sharded to replicated, shard dim A to shard dim B, uneven blocks, views). For each part of the
+// result and each part of `a` (one replica of a replicated `a`, preferring the same device) whose
+// boxes overlap, the overlap moves: on one device by an ordinary assignment of views; between
+// devices as a contiguous block (packed by an assignment on the source's device where the piece is
+// strided, copied by rt::copy_between, unpacked on the destination's device). Nothing else in the
+// library moves data between devices.
+#pragma once
+#include <tessera/assign.hpp>
+
+#include <algorithm>
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+namespace tessera {
+namespace detail {
+
+// A layout of one part: `box` (global origin and extent) of `p`, as a view of its storage.
+template <class T, int N>
+std::shared_ptr<Layout<T, N>> piece_of(const Layout<T, N>& l, const Part<T, N>& p, const Shape<N>& origin,
+                                       const Shape<N>& extent) {
+  auto out = std::make_shared<Layout<T, N>>();
+  out->shape = l.shape;
+  out->mem = l.mem;
+  Part<T, N> q;
+  q.device = p.device;
+  q.buf = p.buf;
+  index_t off = 0;
+  for (int k = 0; k < N; ++k) off += (origin[k] - p.origin[k]) * p.stride[k];
+  q.ptr = p.ptr + off;
+  q.origin = origin;
+  q.extent = extent;
+  q.stride = p.stride;
+  out->parts.push_back(std::move(q));
+  return out;
+}
+
+// Contiguous storage for a box on a device, as a one-part layout.
+template <class T, int N>
+std::shared_ptr<Layout<T, N>> contiguous_piece(const Shape<N>& shape, Device d, const Shape<N>& origin,
+                                               const Shape<N>& extent) {
+  Geometry<N> g{shape, -1, false, {{d, origin, extent}}};
+  return std::make_shared<Layout<T, N>>(allocate_layout<T, N>(g, memory::device));
+}
+
+// Moves the values of src's piece (a one-part layout) into dst's piece (same box, maybe another
+// device).
+template <class T, int N>
+void move_piece(const std::shared_ptr<Layout<T, N>>& dst, const std::shared_ptr<Layout<T, N>>& src) {
+  const Part<T, N>& d = dst->parts[0];
+  const Part<T, N>& s = src->parts[0];
+  if (d.device == s.device) {
+    assign_node(*dst, ArrayLeaf<T, N>{src}, par);
+    return;
+  }
+  // Between devices: contiguous blocks, packed and unpacked on their own devices where strided.
+  auto packed = s.contiguous() ? src : contiguous_piece<T, N>(src->shape, s.device, s.origin, s.extent);
+  if (packed != src) assign_node(*packed, ArrayLeaf<T, N>{src}, par);
+  auto landing = d.contiguous() ? dst : contiguous_piece<T, N>(dst->shape, d.device, d.origin, d.extent);
+  if (packed->parts[0].buf) rt::make_resident(*packed->parts[0].buf);
+  if (landing->parts[0].buf) rt::make_resident(*landing->parts[0].buf);
+  rt::copy_between(d.device.id(), landing->parts[0].ptr, s.device.id(), packed->parts[0].ptr,
+                   static_cast<std::size_t>(volume<N>(s.extent)) * sizeof(T));
+  if (landing != dst) assign_node(*dst, ArrayLeaf<T, N>{landing}, par);
+  // The temporaries die here; their blocks return to the memory cache in stream order.
+}
+
+}  // namespace detail
+
+/// copy(a, placement[, memory]): a new array with a's values and the given placement (and memory
+/// kind, a's by default). See the header comment; docs/semantics.md, "Data movement".
+template <class X>
+  requires detail::is_array_like<std::remove_cvref_t<X>>::value
+auto copy(const X& a, const Placement& placement, std::optional<memory> mem = std::nullopt) {
+  using V = std::remove_cvref_t<X>;
+  using T = typename V::value_type;
+  constexpr int N = V::rank;
+  using namespace detail;
+  const Layout<T, N>& src = a.layout();
+  auto out = std::make_shared<const Layout<T, N>>(
+      allocate_layout<T, N>(geometry_from_placement<N>(src.shape, placement), mem.value_or(src.mem)));
+  for (const auto& q : out->parts) {
+    if (q.empty()) continue;
+    // The source parts to read: all of a sharded array's; one replica of a replicated one (the
+    // one on q's device when there is one).
+    std::vector<const Part<T, N>*> from;
+    if (src.replicated) {
+      const Part<T, N>* pick = nullptr;
+      for (auto& s : src.parts)
+        if (!s.empty() && (!pick || s.device == q.device)) pick = &s;
+      if (pick) from.push_back(pick);
+    } else {
+      for (auto& s : src.parts)
+        if (!s.empty()) from.push_back(&s);
+    }
+    for (const Part<T, N>* s : from) {
+      Shape<N> lo{}, ext{};
+      bool overlap = true;
+      for (int k = 0; k < N && overlap; ++k) {
+        lo[k] = std::max(q.origin[k], s->origin[k]);
+        const index_t hi = std::min(q.origin[k] + q.extent[k], s->origin[k] + s->extent[k]);
+        ext[k] = hi - lo[k];
+        overlap = ext[k] > 0;
+      }
+      if (!overlap) continue;
+      move_piece<T, N>(piece_of<T, N>(*out, q, lo, ext), piece_of<T, N>(src, *s, lo, ext));
+    }
+  }
+  return Array<T, N>(std::move(out));
+}
+
+}  // namespace tessera
