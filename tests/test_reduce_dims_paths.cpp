@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: Apache-2.0
-// Reductions along dims on each GPU strategy of backend/cuda/reduce.cuh (plan_dims): lanes per
+// Reductions along dims on each GPU strategy of backend/cuda/reduce.cuh (choose_access, spread): lanes per
 // output, chunked partials, the vector-load paths; against plain loops. Host devices run the
 // same shapes through their own loop.
 #include "dims_reference.hpp"
