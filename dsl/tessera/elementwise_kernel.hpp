@@ -114,40 +114,23 @@ template <class T, int M, int R>
 OperandArg<R> operand_for(const Layout<T, M>& l, Device d, const Shape<R>& shape, const Shape<R>& origin,
                           const Shape<R>& extent, const std::string& kernel, int position, bool& linear,
                           bool& aligned) {
-  index_t lo[M > 0 ? M : 1], len[M > 0 ? M : 1];
-  bool bcast[M > 0 ? M : 1];
-  for (int k = 0; k < M; ++k) {
-    bcast[k] = l.shape[k] != shape[k];
-    lo[k] = bcast[k] ? 0 : origin[k];
-    len[k] = bcast[k] ? 1 : extent[k];
-  }
-  const Part<T, M>* found = nullptr;
-  for (auto& q : l.parts) {
-    if (!(q.device == d) || q.ptr == nullptr) continue;
-    bool ok = true;
-    for (int k = 0; k < M && ok; ++k) ok = q.origin[k] <= lo[k] && lo[k] + len[k] <= q.origin[k] + q.extent[k];
-    if (ok) {
-      found = &q;
-      break;
-    }
-  }
-  if (!found) {
+  const auto view = operand_view<T, M, R>(l, d, shape, origin, extent);
+  if (!view.part) {
     throw placement_mismatch("tessera::placement_mismatch: kernel '" + kernel + "', argument #" +
                              std::to_string(position) + " (" + shape_string<M>(l.shape) + ", " +
                              describe_placement(l) + ") has no part on " + d.name() +
                              " holding the indices the output computes there. Fix: give it the output's placement, "
                              "or replicate() it.");
   }
-  if (found->buf) rt::make_resident(*found->buf);
+  if (view.part->buf) rt::make_resident(*view.part->buf);
   OperandArg<R> a{};
-  index_t off = 0, acc = 1;
-  for (int k = 0; k < M; ++k) off += (lo[k] - found->origin[k]) * found->stride[k];
+  index_t acc = 1;
   for (int k = 0; k < R; ++k) {
-    a.st[k] = k < M && !bcast[k] ? found->stride[k] : 0;
+    a.st[k] = view.stride(k);
     if (extent[k] != 1 && a.st[k] != acc) linear = false;
     acc *= extent[k];
   }
-  a.p = found->ptr + off;
+  a.p = view.start();
   if (reinterpret_cast<std::uintptr_t>(a.p) % 16 != 0) aligned = false;
   return a;
 }
@@ -383,6 +366,43 @@ inline void run_generated(const void* task, int device, int shard, bool host) {
 template <class... A>
 inline const char type_list_key = 0;
 
+// The broadcast shape of a call's first `n_in` arguments (the inputs; Julia's rule) and the boxes
+// of a result computed from them: placement_of's rule over those inputs (the first sharded one,
+// along a dim it does not broadcast, else single-device, else replicated, else the default).
+template <int R>
+struct CallGeometry {
+  Shape<R> shape;
+  Geometry<R> g;
+  memory mem = memory::unified;
+};
+template <int R, class... A>
+CallGeometry<R> call_geometry(std::size_t n_in, const A&... args) {
+  CallGeometry<R> c;
+  for (int k = 0; k < R; ++k) c.shape[k] = 1;
+  std::size_t pos = 0;
+  auto fold_shape = [&](const auto& x) {
+    using V = std::remove_cvref_t<decltype(x)>;
+    if constexpr (is_array_like<V>::value) {
+      if (pos < n_in) c.shape = broadcast_into<R, V::rank>(c.shape, R, x.shape());
+    }
+    ++pos;
+  };
+  (fold_shape(args), ...);
+  LayoutChoice<R> choice;
+  pos = 0;
+  auto consider = [&](const auto& x) {
+    using V = std::remove_cvref_t<decltype(x)>;
+    if constexpr (is_array_like<V>::value) {
+      if (pos < n_in) choose<R>(ArrayLeaf<typename V::value_type, V::rank>{x.layout_ptr()}, c.shape, choice);
+    }
+    ++pos;
+  };
+  (consider(args), ...);
+  c.g = choice.priority ? choice.g : geometry_from_placement<R>(c.shape, Placement{});
+  c.mem = choice.mem;
+  return c;
+}
+
 // What ElementwiseKernel and ReductionKernel share: the parameter lists (one output), the name,
 // preamble and options, and the binding of the parameters' types to a call's arguments.
 struct KernelSignature {
@@ -521,42 +541,29 @@ auto ElementwiseKernel::call(const A&... args) const {
   });
   const std::vector<std::string>& types = binding->types;
   const std::shared_ptr<Generated>& gen = binding->generated;
-  // The output's shape: the inputs' shapes broadcast (Julia's rule), or the given output's.
-  Shape<R> shape{};
-  for (int k = 0; k < R; ++k) shape[k] = 1;
+  // The output: the given one (its shape must take the inputs' broadcast shape), or new storage
+  // with the inputs' placement.
+  const CallGeometry<R> cg = call_geometry<R>(n_in, args...);
+  Shape<R> shape = cg.shape;
   const Layout<OutT, R>* out_layout = nullptr;
   std::shared_ptr<const Layout<OutT, R>> owned;
   std::size_t pos = 0;
-  auto fold_shape = [&](const auto& x) {
+  auto find_output = [&](const auto& x) {
     using V = std::remove_cvref_t<decltype(x)>;
+    if (pos++ < n_in) return;
     if constexpr (is_array_like<V>::value) {
-      if (pos < n_in) shape = broadcast_into<R, V::rank>(shape, R, x.shape());
-      else if constexpr (std::is_same_v<typename V::value_type, OutT> && V::rank == R) out_layout = &x.layout();
+      if constexpr (std::is_same_v<typename V::value_type, OutT> && V::rank == R) out_layout = &x.layout();
       else throw invalid_argument("tessera: ElementwiseKernel '" + kname + "': the output must be an array of rank " + std::to_string(R));
-    } else if (pos >= n_in) {
+    } else {
       throw invalid_argument("tessera: ElementwiseKernel '" + kname + "': the output must be an array, found a scalar");
     }
-    ++pos;
   };
-  (fold_shape(args), ...);
+  (find_output(args), ...);
   if (out_layout) {
     check_assignable<R, R>(out_layout->shape, shape);
     shape = out_layout->shape;
   } else {
-    // The first sharded input's placement (along a dim it does not broadcast), else the first
-    // single-device, else replicated input, else the default placement.
-    LayoutChoice<R> choice;
-    pos = 0;
-    auto consider = [&](const auto& x) {
-      using V = std::remove_cvref_t<decltype(x)>;
-      if constexpr (is_array_like<V>::value) {
-        if (pos < n_in) choose<R>(ArrayLeaf<typename V::value_type, V::rank>{x.layout_ptr()}, shape, choice);
-      }
-      ++pos;
-    };
-    (consider(args), ...);
-    const Geometry<R> g = choice.priority ? choice.g : geometry_from_placement<R>(shape, Placement{});
-    owned = std::make_shared<const Layout<OutT, R>>(allocate_layout<OutT, R>(g, choice.mem));
+    owned = std::make_shared<const Layout<OutT, R>>(allocate_layout<OutT, R>(cg.g, cg.mem));
     out_layout = owned.get();
   }
   // Plan every shard (placement errors leave every array intact), then run them.

@@ -89,48 +89,66 @@ void note_strides(ShardContext<N>& c, const index_t* st, const void* p) {
   if (reinterpret_cast<std::uintptr_t>(p) % 16 != 0) c.aligned = false;
 }
 
+// What an operand of rank M reads for an output box (origin, extent) of `shape` on device d: its own
+// box (index 0 and extent 1 along dims it broadcasts), and its part on d that holds that box (null
+// when there is none: the placement rule). Shared by the planner and the user kernels.
+template <class T, int M>
+struct OperandView {
+  const Part<T, M>* part = nullptr;
+  index_t lo[M > 0 ? M : 1], len[M > 0 ? M : 1];
+  bool bcast[M > 0 ? M : 1];
+  // The element at the box's first index, and the strides over the output's dims (0 where broadcast).
+  T* start() const {
+    index_t off = 0;
+    for (int k = 0; k < M; ++k) off += (lo[k] - part->origin[k]) * part->stride[k];
+    return part->ptr + off;
+  }
+  index_t stride(int k) const { return k < M && !bcast[k] ? part->stride[k] : 0; }
+};
+
+template <class T, int M, int N>
+OperandView<T, M> operand_view(const Layout<T, M>& l, Device d, const Shape<N>& shape, const Shape<N>& origin,
+                               const Shape<N>& extent) {
+  OperandView<T, M> v;
+  for (int k = 0; k < M; ++k) {
+    v.bcast[k] = l.shape[k] != shape[k];  // then l.shape[k] == 1 (checked by instantiate)
+    v.lo[k] = v.bcast[k] ? 0 : origin[k];
+    v.len[k] = v.bcast[k] ? 1 : extent[k];
+  }
+  for (auto& q : l.parts) {
+    if (!(q.device == d) || q.ptr == nullptr) continue;
+    bool contains = true;
+    for (int k = 0; k < M && contains; ++k) {
+      contains = q.origin[k] <= v.lo[k] && v.lo[k] + v.len[k] <= q.origin[k] + q.extent[k];
+    }
+    if (contains) {
+      v.part = &q;
+      break;
+    }
+  }
+  return v;
+}
+
 template <class T, int M, int N>
 LeafEval<T, N> build(const ArrayLeaf<T, M>& leaf, ShardContext<N>& c) {
   static_assert(M <= N, "operand rank exceeds the destination rank");
   const int operand = ++c.operand;
   if (volume<N>(c.extent) == 0) return {};  // an empty box (a reduction over an empty dimension) reads nothing
   const Layout<T, M>& l = *leaf.layout;
-  index_t lo[M > 0 ? M : 1], len[M > 0 ? M : 1];
-  bool bcast[M > 0 ? M : 1];
-  for (int k = 0; k < M; ++k) {
-    bcast[k] = l.shape[k] != c.shape[k];  // then l.shape[k] == 1 (checked by instantiate)
-    lo[k] = bcast[k] ? 0 : c.origin[k];
-    len[k] = bcast[k] ? 1 : c.extent[k];
-  }
-  const Part<T, M>* found = nullptr;
-  for (auto& q : l.parts) {
-    if (!(q.device == c.device) || q.ptr == nullptr) continue;
-    bool contains = true;
-    for (int k = 0; k < M && contains; ++k) {
-      contains = q.origin[k] <= lo[k] && lo[k] + len[k] <= q.origin[k] + q.extent[k];
-    }
-    if (contains) {
-      found = &q;
-      break;
-    }
-  }
-  if (!found) {
+  const auto view = operand_view<T, M, N>(l, c.device, c.shape, c.origin, c.extent);
+  if (!view.part) {
     throw placement_mismatch(
         "tessera::placement_mismatch: operand #" + std::to_string(operand) + " (" + shape_string<M>(l.shape) + ", " +
-        describe_placement(l) + ") has no part on " + c.device.name() + " holding indices " + box_string(lo, len, M) +
-        ", which the destination (" + c.what.str() + ") computes there. Operands must share the destination's "
-        "shard dimension and block boundaries, be replicated, or be replicated with size 1 along the shard "
-        "dimension; nothing is moved between devices implicitly. Fix: create the operand with the destination's "
-        "placement, or replicate() it.");
+        describe_placement(l) + ") has no part on " + c.device.name() + " holding indices " +
+        box_string(view.lo, view.len, M) + ", which the destination (" + c.what.str() + ") computes there. Operands "
+        "must share the destination's shard dimension and block boundaries, be replicated, or be replicated with "
+        "size 1 along the shard dimension; nothing is moved between devices implicitly. Fix: create the operand with "
+        "the destination's placement, or replicate() it.");
   }
+  const Part<T, M>* found = view.part;
   LeafEval<T, N> e{};
-  index_t off = 0;
-  for (int k = 0; k < M; ++k) {
-    off += (lo[k] - found->origin[k]) * found->stride[k];
-    e.st[k] = bcast[k] ? 0 : found->stride[k];
-  }
-  for (int k = M; k < N; ++k) e.st[k] = 0;
-  e.p = found->ptr + off;
+  for (int k = 0; k < N; ++k) e.st[k] = view.stride(k);
+  e.p = view.start();
   note_strides<N>(c, e.st, e.p);
   if constexpr (N > 0) {
     // vec_at reads a leaf broadcast along dim 0 one element at a time, any other leaf with 16-byte

@@ -108,25 +108,29 @@ namespace detail {
 template <class T, int N>
 using ShardArg = Shard<T, N>;
 
-// The part of `l` that a shard with box (origin, extent) on `d` reads: the same box, or the whole
-// array on that device (replicated or single-device operands). Null when there is none.
-template <class T, int N>
-const Part<T, N>* matching_part(const Layout<T, N>& l, Device d, const Shape<N>& origin, const Shape<N>& extent) {
-  const Part<T, N>* whole = nullptr;
-  for (auto& p : l.parts) {
-    if (!(p.device == d)) continue;
-    if (p.origin == origin && p.extent == extent) return &p;
-    if (volume<N>(p.extent) == volume<N>(l.shape)) whole = &p;
-  }
-  return whole;
-}
-
 // The box of shard s: the driver's part s (the first array argument).
 struct ShardBox {
   Device device;
   int index, count;
   std::vector<index_t> origin, extent;
 };
+
+// The part of `l` that shard b reads on `d`: the one with b's box, or the whole array on that device
+// (replicated or single-device operands, or operands of another rank). Null when there is none.
+template <class T, int N>
+const Part<T, N>* matching_part(const Layout<T, N>& l, Device d, const ShardBox& b) {
+  const Part<T, N>* whole = nullptr;
+  const bool same_rank = static_cast<int>(b.origin.size()) == N;
+  for (auto& p : l.parts) {
+    if (!(p.device == d)) continue;
+    bool same_box = same_rank;
+    for (int k = 0; k < N && same_box; ++k) same_box = p.origin[k] == b.origin[k] && p.extent[k] == b.extent[k];
+    if (same_box) return &p;
+    if (!whole && volume<N>(p.extent) == volume<N>(l.shape)) whole = &p;
+  }
+  return whole;
+}
+
 
 // Arguments packed for cuLaunchKernel: each value in an aligned slot, and a pointer to each.
 class ArgPack {
@@ -163,16 +167,7 @@ concept kernel_arg = is_array_like<std::remove_cvref_t<X>>::value || std::is_ari
 template <class T, int N>
 ShardArg<T, N> shard_arg(const Layout<T, N>& l, const ShardBox& b, const char* kernel, int position) {
   static_assert(N >= 1, "TESSERA_KERNEL_ARG_RANK: kernel array arguments have rank >= 1");
-  const Part<T, N>* p = nullptr;
-  if (static_cast<int>(b.origin.size()) == N) {  // the same rank as the first array: its box
-    Shape<N> o{}, e{};
-    for (int k = 0; k < N; ++k) o[k] = b.origin[k], e[k] = b.extent[k];
-    p = matching_part(l, b.device, o, e);
-  }
-  if (!p) {
-    for (auto& q : l.parts)
-      if (q.device == b.device && volume<N>(q.extent) == volume<N>(l.shape)) p = &q;
-  }
+  const Part<T, N>* p = matching_part(l, b.device, b);
   if (!p) {
     throw placement_mismatch("tessera::placement_mismatch: kernel '" + std::string(kernel) + "', argument #" +
                              std::to_string(position) + " (" + shape_string<N>(l.shape) + ", " +

@@ -154,12 +154,6 @@ void run_products(const std::vector<product_job<T, NB>>& jobs) {
   }
 }
 
-template <class T, int N>
-void make_resident_parts(const Layout<T, N>& l) {
-  for (auto& p : l.parts)
-    if (p.buf) rt::make_resident(*p.buf);
-}
-
 // B's rows [r0, r0 + len) on its part p (a vector or a matrix), as the BLAS sees them.
 template <class T, int NB>
 void b_operand(const Part<T, NB>& p, index_t r0, product_job<T, NB>& j) {
@@ -260,8 +254,8 @@ auto matmul_layouts(std::shared_ptr<const Layout<T, 2>> pa, std::shared_ptr<cons
   pb = blas_layout<T, NB>(pb);
   const Layout<T, 2>& a = *pa;
   const Layout<T, NB>& b = *pb;
-  make_resident_parts(a);
-  make_resident_parts(b);
+  make_parts_resident(a);
+  make_parts_resident(b);
   const memory mem = a.mem;
   std::vector<product_job<T, NB>> jobs;
   if (!k_split) {
@@ -309,7 +303,6 @@ auto matmul_layouts(std::shared_ptr<const Layout<T, 2>> pa, std::shared_ptr<cons
   Out partials(std::make_shared<const Layout<T, NB>>(
       allocate_layout<T, NB>(geometry_from_placement<NB>(cshape, replicate(devs)), memory::device)));
   const auto& pl = partials.layout();
-  bool any_work = false;
   for (std::size_t s = 0; s < devs.size(); ++s) {
     const auto& qa = *part_on(a, devs[s]);
     const auto& qb = *part_on(b, devs[s]);
@@ -327,9 +320,7 @@ auto matmul_layouts(std::shared_ptr<const Layout<T, 2>> pa, std::shared_ptr<cons
     j.a = *as_blas(qa, 0, k0 - qa.origin[1]);
     b_operand<T, NB>(qb, k0, j);
     jobs.push_back(j);
-    any_work = true;
   }
-  (void)any_work;
   run_products<T, NB>(jobs);
   Out summed = result.kind == Placement::kind_t::shard ? reduce_scatter(partials, reduce_op::sum) : partials;
   if (result.kind != Placement::kind_t::shard) allreduce(summed, reduce_op::sum);

@@ -177,22 +177,10 @@ auto ReductionKernel::call(const A&... args) const {
   const std::shared_ptr<KernelState>& post = gen->more[1];
   // The boxes: the inputs' broadcast shape, split like the first sharded input (one replica of a
   // replicated input).
-  Shape<R> shape{};
-  for (int k = 0; k < R; ++k) shape[k] = 1;
+  const CallGeometry<R> cg = call_geometry<R>(n_in, args...);
+  const Shape<R>& shape = cg.shape;
+  Geometry<R> g = cg.g;
   std::size_t pos = 0;
-  auto fold_shape = [&](const auto& x) {
-    using V = std::remove_cvref_t<decltype(x)>;
-    if constexpr (is_array_like<V>::value) shape = broadcast_into<R, V::rank>(shape, R, x.shape());
-    ++pos;
-  };
-  (fold_shape(args), ...);
-  LayoutChoice<R> choice;
-  auto consider = [&](const auto& x) {
-    using V = std::remove_cvref_t<decltype(x)>;
-    if constexpr (is_array_like<V>::value) choose<R>(ArrayLeaf<typename V::value_type, V::rank>{x.layout_ptr()}, shape, choice);
-  };
-  (consider(args), ...);
-  Geometry<R> g = choice.priority ? choice.g : geometry_from_placement<R>(shape, Placement{});
   // per_shard values are counted and indexed by the parts before any is dropped (a replicated
   // input folds its first replica, with the first value).
   const int part_count = static_cast<int>(g.boxes.size());
