@@ -25,6 +25,8 @@ template <class T, int N>
 std::shared_ptr<const Layout<T, N>> clone_layout(const Layout<T, N>& src);
 template <class T, int N, class U>
 std::shared_ptr<const Layout<T, N>> clone_geometry(const Layout<U, N>& l);
+template <class T, int N, class Node>
+void assign_generated(const Layout<T, N>& dst, const Node& node);
 // Defined in transfer.hpp.
 template <class T, int N>
 T read_element(const Layout<T, N>& l, const Shape<N>& idx);
@@ -125,7 +127,7 @@ class Array : public detail::ArrayBase<Array<T, N>, T, N> {
   explicit Array(const Shape<N>& shape, const Placement& p = {}, memory m = memory::unified)
       : base(std::make_shared<const detail::Layout<T, N>>(
             detail::allocate_layout<T, N>(detail::geometry_from_placement<N>(shape, p), m))) {
-    detail::assign_node(*l_, detail::Scalar<T>{T(0)}, par);
+    detail::assign_generated(*l_, detail::Scalar<T>{T(0)});
   }
   Array(const Shape<N>& shape, memory m) : Array(shape, Placement{}, m) {}
 
@@ -142,7 +144,7 @@ class Array : public detail::ArrayBase<Array<T, N>, T, N> {
     if (!o.l_) {
       l_.reset();
     } else if (l_ && same_geometry(*l_, *o.l_)) {
-      detail::assign_node(*l_, o.leaf(), par);
+      detail::assign_generated(*l_, o.leaf());  // halo cells too
     } else {
       l_ = detail::clone_layout(*o.l_);
     }
@@ -190,7 +192,8 @@ class Array : public detail::ArrayBase<Array<T, N>, T, N> {
     }
     auto& part = parts[static_cast<std::size_t>(shard)];
     if (!part.buf) return nullptr;
-    return static_cast<T*>(detail::rt::host_access(*part.buf));
+    // The shard's first element: past the halo cells, when the array has a halo.
+    return static_cast<T*>(detail::rt::host_access(*part.buf)) + (part.ptr - static_cast<T*>(part.buf->ptr));
   }
 
  private:
@@ -207,10 +210,14 @@ class Array : public detail::ArrayBase<Array<T, N>, T, N> {
     }
   }
   static bool same_geometry(const detail::Layout<T, N>& a, const detail::Layout<T, N>& b) {
-    if (a.shape != b.shape || a.parts.size() != b.parts.size()) return false;
+    if (a.shape != b.shape || a.parts.size() != b.parts.size() || a.halo.width != b.halo.width ||
+        a.halo.bounds != b.halo.bounds) {
+      return false;
+    }
     for (std::size_t i = 0; i < a.parts.size(); ++i) {
       if (!(a.parts[i].device == b.parts[i].device) || a.parts[i].origin != b.parts[i].origin ||
-          a.parts[i].extent != b.parts[i].extent) {
+          a.parts[i].extent != b.parts[i].extent || a.parts[i].halo_lo != b.parts[i].halo_lo ||
+          a.parts[i].halo_hi != b.parts[i].halo_hi) {
         return false;
       }
     }

@@ -58,11 +58,23 @@ std::shared_ptr<const Layout<T, N>> clone_geometry(const Layout<U, N>& l) {
   return std::make_shared<const Layout<T, N>>(allocate_layout<T, N>(geometry_of(l), l.mem));
 }
 
+// Writes `node`, an expression of the global index alone (a fill, a generator), into a new array:
+// its halo cells too, so that they hold their owners' values from the start.
+template <class T, int N, class Node>
+void assign_generated(const Layout<T, N>& dst, const Node& node) {
+  if (has_halo_cells(dst)) {
+    assign_node(including_halo(dst), node, par);
+  } else {
+    assign_node(dst, node, par);
+  }
+}
+
 template <class T, int N>
 std::shared_ptr<const Layout<T, N>> clone_layout(const Layout<T, N>& src) {
   auto out = clone_geometry<T, N>(src);
-  assign_node(*out, ArrayLeaf<T, N>{std::shared_ptr<const Layout<T, N>>(std::shared_ptr<const Layout<T, N>>{}, &src)},
-              par);
+  // Same geometry, halos included: every part's halo cells are readable in src's part too.
+  assign_generated(*out,
+                   ArrayLeaf<T, N>{std::shared_ptr<const Layout<T, N>>(std::shared_ptr<const Layout<T, N>>{}, &src)});
   return out;
 }
 

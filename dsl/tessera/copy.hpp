@@ -39,6 +39,15 @@ std::shared_ptr<Layout<T, N>> piece_of(const Layout<T, N>& l, const Part<T, N>& 
   return out;
 }
 
+// Whether two layouts share a buffer (then a copy between them may read what it wrote).
+template <class T, int N>
+bool same_buffers(const Layout<T, N>& a, const Layout<T, N>& b) {
+  for (auto& p : a.parts)
+    for (auto& q : b.parts)
+      if (p.buf && p.buf == q.buf) return true;
+  return false;
+}
+
 // Contiguous storage for a box on a device, as a one-part layout.
 template <class T, int N>
 std::shared_ptr<Layout<T, N>> contiguous_piece(const Shape<N>& shape, Device d, const Shape<N>& origin,
@@ -69,24 +78,13 @@ void move_piece(const std::shared_ptr<Layout<T, N>>& dst, const std::shared_ptr<
   // The temporaries die here; their blocks return to the memory cache in stream order.
 }
 
-}  // namespace detail
-
-/// copy(a, placement[, memory]): a new array with a's values and the given placement (and memory
-/// kind, a's by default). See the header comment; docs/semantics.md, "Data movement".
-template <class X>
-  requires detail::is_array_like<std::remove_cvref_t<X>>::value
-auto copy(const X& a, const Placement& placement, std::optional<memory> mem = std::nullopt) {
-  using V = std::remove_cvref_t<X>;
-  using T = typename V::value_type;
-  constexpr int N = V::rank;
-  using namespace detail;
-  const Layout<T, N>& src = a.layout();
-  auto out = std::make_shared<const Layout<T, N>>(
-      allocate_layout<T, N>(geometry_from_placement<N>(src.shape, placement), mem.value_or(src.mem)));
-  for (const auto& q : out->parts) {
+// Writes src's values into dst (same shape, any placements): for every part of dst and every
+// overlapping part of src (one replica of a replicated src, the one on the same device when there
+// is one), the overlap moves with move_piece.
+template <class T, int N>
+void copy_into(const Layout<T, N>& dst, const Layout<T, N>& src) {
+  for (const auto& q : dst.parts) {
     if (q.empty()) continue;
-    // The source parts to read: all of a sharded array's; one replica of a replicated one (the
-    // one on q's device when there is one).
     std::vector<const Part<T, N>*> from;
     if (src.replicated) {
       const Part<T, N>* pick = nullptr;
@@ -107,10 +105,57 @@ auto copy(const X& a, const Placement& placement, std::optional<memory> mem = st
         overlap = ext[k] > 0;
       }
       if (!overlap) continue;
-      move_piece<T, N>(piece_of<T, N>(*out, q, lo, ext), piece_of<T, N>(src, *s, lo, ext));
+      move_piece<T, N>(piece_of<T, N>(dst, q, lo, ext), piece_of<T, N>(src, *s, lo, ext));
     }
   }
+}
+
+// Defined in halo.hpp: refreshes the halo cells between the shards of an array.
+template <class T, int N>
+void exchange_halo_cells(const Layout<T, N>& l);
+
+}  // namespace detail
+
+/// copy(a, placement[, memory]): a new array with a's values and the given placement (and memory
+/// kind, a's by default). See the header comment; docs/semantics.md, "Data movement".
+template <class X>
+  requires detail::is_array_like<std::remove_cvref_t<X>>::value
+auto copy(const X& a, const Placement& placement, std::optional<memory> mem = std::nullopt) {
+  using V = std::remove_cvref_t<X>;
+  using T = typename V::value_type;
+  constexpr int N = V::rank;
+  using namespace detail;
+  const Layout<T, N>& src = a.layout();
+  auto out = std::make_shared<const Layout<T, N>>(
+      allocate_layout<T, N>(geometry_from_placement<N>(src.shape, placement), mem.value_or(src.mem)));
+  copy_into(*out, src);
+  if (has_halo_cells(*out)) exchange_halo_cells(*out);
   return Array<T, N>(std::move(out));
+}
+
+/// copyto(dst, src): dst's elements take src's values, whatever the two placements (Julia's
+/// copyto!, PyTorch's copy_). The one assignment that moves data between devices; shapes must be
+/// equal. Halo cells of dst are not refreshed (update_halo does that).
+template <class D, class S>
+  requires detail::is_array_like<std::remove_cvref_t<D>>::value && detail::is_array_like<std::remove_cvref_t<S>>::value &&
+           std::is_same_v<typename std::remove_cvref_t<D>::value_type, typename std::remove_cvref_t<S>::value_type> &&
+           (std::remove_cvref_t<D>::rank == std::remove_cvref_t<S>::rank)
+void copyto(D&& dst, const S& src) {
+  using T = typename std::remove_cvref_t<D>::value_type;
+  constexpr int N = std::remove_cvref_t<D>::rank;
+  const auto& d = dst.layout();
+  const auto& s = src.layout();
+  if (d.shape != s.shape) {
+    throw invalid_argument("tessera: copyto(dst, src) needs equal shapes, found dst " + detail::shape_string<N>(d.shape) +
+                           " and src " + detail::shape_string<N>(s.shape));
+  }
+  if (detail::same_buffers(d, s)) {
+    // Overlapping storage (dst and src views of one array): through a temporary, like an assignment.
+    auto tmp = detail::clone_layout<T, N>(s);
+    detail::copy_into(d, *tmp);
+    return;
+  }
+  detail::copy_into(d, s);
 }
 
 }  // namespace tessera

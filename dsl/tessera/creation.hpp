@@ -61,7 +61,7 @@ Array<T, N> uninitialized(const Shape<N>& shape, const Placement& p, memory m) {
 template <class T, int N, class Node>
 Array<T, N> generate(const Shape<N>& shape, const Placement& p, memory m, const Node& node) {
   auto a = uninitialized<T, N>(shape, p, m);
-  assign_node(a.layout(), node, par);
+  assign_generated(a.layout(), node);
   return a;
 }
 

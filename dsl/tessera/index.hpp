@@ -5,7 +5,9 @@
 #include <tessera/layout.hpp>
 
 #include <string>
+#include <tuple>
 #include <type_traits>
+#include <utility>
 
 namespace tessera {
 
@@ -101,11 +103,22 @@ std::shared_ptr<const Layout<T, M>> make_view(const Layout<T, N>& src, Idx... id
     Part<T, M> v;
     v.device = p.device;
     v.buf = p.buf;
-    index_t offset = 0;
+    index_t offset = 0, readable = 1;
     bool inside = true;
     for (int k = 0; k < N && inside; ++k) {
+      // The window over the part's box, and over the box plus its halo cells: a part whose box
+      // misses the window but whose halo reaches it stays, with an empty box, for reading.
       auto [jlo, jhi] = window(res[k], p.origin[k], p.origin[k] + p.extent[k]);
-      if (res[k].count > 0 && jlo >= jhi) {
+      auto [rlo, rhi] = std::pair{jlo, jhi};
+      if (p.halo_lo[k] + p.halo_hi[k] > 0 && !res[k].drop) {
+        std::tie(rlo, rhi) = window(res[k], p.origin[k] - p.halo_lo[k], p.origin[k] + p.extent[k] + p.halo_hi[k]);
+        if (jlo >= jhi && rlo < rhi) {
+          // Where the empty box sits in the window's order: after the halo cells or before them.
+          const bool halo_first = (res[k].first + rlo * res[k].step < p.origin[k]) == (res[k].step > 0);
+          jlo = jhi = halo_first ? rhi : rlo;
+        }
+      }
+      if (res[k].count > 0 && rlo >= rhi) {
         inside = false;
         break;
       }
@@ -115,10 +128,13 @@ std::shared_ptr<const Layout<T, M>> make_view(const Layout<T, N>& src, Idx... id
         v.origin[m] = jlo;
         v.extent[m] = jhi - jlo;
         v.stride[m] = res[k].step * p.stride[k];
+        v.halo_lo[m] = jlo - rlo;
+        v.halo_hi[m] = rhi - jhi;
+        readable *= rhi - rlo;
       }
     }
     if (!inside) continue;
-    v.ptr = volume<M>(v.extent) > 0 ? p.ptr + offset : nullptr;
+    v.ptr = readable > 0 ? p.ptr + offset : nullptr;
     out->parts.push_back(std::move(v));
   }
   // A window that lost the shard dimension (or kept a single part) lives on one device.

@@ -90,8 +90,9 @@ void note_strides(ShardContext<N>& c, const index_t* st, const void* p) {
 }
 
 // What an operand of rank M reads for an output box (origin, extent) of `shape` on device d: its own
-// box (index 0 and extent 1 along dims it broadcasts), and its part on d that holds that box (null
-// when there is none: the placement rule). Shared by the planner and the user kernels.
+// box (index 0 and extent 1 along dims it broadcasts), and its part on d that holds that box, halo
+// cells included (null when there is none: the placement rule). Shared by the planner and the
+// user kernels.
 template <class T, int M>
 struct OperandView {
   const Part<T, M>* part = nullptr;
@@ -119,7 +120,7 @@ OperandView<T, M> operand_view(const Layout<T, M>& l, Device d, const Shape<N>& 
     if (!(q.device == d) || q.ptr == nullptr) continue;
     bool contains = true;
     for (int k = 0; k < M && contains; ++k) {
-      contains = q.origin[k] <= v.lo[k] && v.lo[k] + v.len[k] <= q.origin[k] + q.extent[k];
+      contains = q.origin[k] - q.halo_lo[k] <= v.lo[k] && v.lo[k] + v.len[k] <= q.origin[k] + q.extent[k] + q.halo_hi[k];
     }
     if (contains) {
       v.part = &q;
@@ -143,7 +144,8 @@ LeafEval<T, N> build(const ArrayLeaf<T, M>& leaf, ShardContext<N>& c) {
         box_string(view.lo, view.len, M) + ", which the destination (" + c.what.str() + ") computes there. Operands "
         "must share the destination's shard dimension and block boundaries, be replicated, or be replicated with "
         "size 1 along the shard dimension; nothing is moved between devices implicitly. Fix: create the operand with "
-        "the destination's placement, or replicate() it.");
+        "the destination's placement, or replicate() it; for a stencil, create it with shard(dim, halo(width)) and "
+        "call update_halo.");
   }
   const Part<T, M>* found = view.part;
   LeafEval<T, N> e{};

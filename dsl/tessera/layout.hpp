@@ -22,6 +22,9 @@ struct Part {
   Shape<N> extent{};                // size of the box
   Shape<N> stride{};                // element strides in the buffer
   Shape<N> origin{};                // global index of the box's first element
+  // Cells readable beyond the box on each side (a halo, see update_halo): they belong to other
+  // parts and are written only by the halo exchange. Zero unless the array has a halo.
+  Shape<N> halo_lo{}, halo_hi{};
 
   bool empty() const { return volume<N>(extent) == 0; }
   bool contiguous() const {
@@ -43,6 +46,7 @@ struct Layout {
   int shard_dim = -1;
   bool replicated = false;
   memory mem = memory::unified;
+  Halo halo{};  // an Array's halo request (width 0: none); views keep only the parts' halo cells
 
   DeviceSet devices() const {
     DeviceSet d;
@@ -77,13 +81,46 @@ struct Geometry {
     Shape<N> origin{}, extent{};
   };
   std::vector<Box> boxes;
+  Halo halo{};
 };
 
 template <class T, int N>
 Geometry<N> geometry_of(const Layout<T, N>& l) {
-  Geometry<N> g{l.shape, l.shard_dim, l.replicated, {}};
+  Geometry<N> g{l.shape, l.shard_dim, l.replicated, {}, l.halo};
   for (auto& p : l.parts) g.boxes.push_back({p.device, p.origin, p.extent});
   return g;
+}
+
+// A halo must fit: every block at least as wide as the halo (a shard sends its neighbour
+// `width` cells it owns), and a periodic dimension at least 3 * width long (ghost cells on both
+// sides and the interior cells they copy).
+template <int N>
+void check_halo(const Geometry<N>& g, const Halo& h) {
+  const std::string what = "tessera: halo(" + std::to_string(h.width) + ")";
+  if (h.width < 0) throw invalid_argument(what + ": the width must be >= 0");
+  if (h.bounds.size() > 1 && h.bounds.size() != static_cast<std::size_t>(N)) {
+    throw invalid_argument(what + " lists " + std::to_string(h.bounds.size()) + " boundaries for an array of rank " +
+                           std::to_string(N) + ": give one for all dimensions or one per dimension");
+  }
+  for (int k = 0; k < N; ++k) {
+    if (h.along(k) == boundary::periodic && g.shape[k] > 0 && g.shape[k] < 3 * h.width) {
+      throw invalid_argument(what + " periodic along dim " + std::to_string(k) + " needs at least " +
+                             std::to_string(3 * h.width) + " elements there (ghost cells on both sides and the "
+                             "interior cells they copy), found " + std::to_string(g.shape[k]));
+    }
+  }
+  if (g.shard_dim < 0 || g.boxes.size() < 2 || g.shape[g.shard_dim] == 0) return;
+  for (std::size_t i = 0; i < g.boxes.size(); ++i) {
+    const auto& b = g.boxes[i];
+    if (b.extent[g.shard_dim] < h.width) {
+      throw invalid_argument(what + " is wider than block " + std::to_string(i) + " [" +
+                             std::to_string(b.origin[g.shard_dim]) + "," +
+                             std::to_string(b.origin[g.shard_dim] + b.extent[g.shard_dim]) + ") on " +
+                             b.device.name() + " along dim " + std::to_string(g.shard_dim) + " (" +
+                             std::to_string(b.extent[g.shard_dim]) + " elements): shard over fewer devices or use "
+                             "a narrower halo");
+    }
+  }
 }
 
 template <int N>
@@ -148,38 +185,92 @@ Geometry<N> geometry_from_placement(const Shape<N>& shape, const Placement& p) {
     g.replicated = kind == K::replicate;
     for (auto d : devs) g.boxes.push_back({d, {}, shape});
   }
+  if (p.halo.width != 0 || !p.halo.bounds.empty()) check_halo<N>(g, p.halo);
+  g.halo = p.halo;
   return g;
+}
+
+// The cells of box `i` of `g` that its storage holds beyond the box on each side: the halo width
+// along the shard dimension between neighbouring blocks, nothing elsewhere.
+template <int N>
+std::pair<index_t, index_t> storage_halo(const Geometry<N>& g, std::size_t i) {
+  if (g.halo.width == 0 || g.shard_dim < 0 || g.boxes.size() < 2) return {0, 0};
+  return {i > 0 ? g.halo.width : 0, i + 1 < g.boxes.size() ? g.halo.width : 0};
 }
 
 // Allocates contiguous column-major storage for every box. The free-memory guard runs for every
 // device before anything is allocated, so a refused request leaves nothing behind.
 template <class T, int N>
 Layout<T, N> allocate_layout(const Geometry<N>& g, memory mem) {
-  for (auto& b : g.boxes) {
-    const auto n = static_cast<std::size_t>(volume<N>(b.extent));
+  // Each box's storage: the box plus its halo cells along the shard dimension.
+  auto storage = [&](std::size_t i) {
+    Shape<N> ext = g.boxes[i].extent;
+    auto [lo, hi] = storage_halo<N>(g, i);
+    if (lo + hi > 0) ext[g.shard_dim] += lo + hi;
+    return ext;
+  };
+  for (std::size_t i = 0; i < g.boxes.size(); ++i) {
+    const auto n = static_cast<std::size_t>(volume<N>(g.boxes[i].extent) > 0 ? volume<N>(storage(i)) : 0);
     const std::size_t max_n = std::numeric_limits<std::size_t>::max() / sizeof(T);
-    if (n > 0) rt::check_free(b.device.id(), n > max_n ? std::numeric_limits<std::size_t>::max() : n * sizeof(T));
+    if (n > 0) {
+      rt::check_free(g.boxes[i].device.id(), n > max_n ? std::numeric_limits<std::size_t>::max() : n * sizeof(T));
+    }
   }
   Layout<T, N> l;
   l.shape = g.shape;
   l.shard_dim = g.shard_dim;
   l.replicated = g.replicated;
   l.mem = mem;
+  l.halo = g.halo;
   l.parts.reserve(g.boxes.size());
-  for (auto& b : g.boxes) {
+  for (std::size_t i = 0; i < g.boxes.size(); ++i) {
+    const auto& b = g.boxes[i];
+    const Shape<N> ext = storage(i);
     Part<T, N> p;
     p.device = b.device;
     p.extent = b.extent;
     p.origin = b.origin;
-    p.stride = column_major_strides<N>(b.extent);
-    const index_t n = volume<N>(b.extent);
-    if (n > 0) {
-      p.buf = std::make_shared<rt::buffer>(b.device.id(), static_cast<std::size_t>(n) * sizeof(T), mem);
-      p.ptr = static_cast<T*>(p.buf->ptr);
+    p.stride = column_major_strides<N>(ext);
+    if (volume<N>(b.extent) > 0) {
+      auto [lo, hi] = storage_halo<N>(g, i);
+      if (lo + hi > 0) {
+        p.halo_lo[g.shard_dim] = lo;
+        p.halo_hi[g.shard_dim] = hi;
+      }
+      p.buf = std::make_shared<rt::buffer>(b.device.id(), static_cast<std::size_t>(volume<N>(ext)) * sizeof(T), mem);
+      p.ptr = static_cast<T*>(p.buf->ptr) + (g.shard_dim >= 0 ? lo * p.stride[g.shard_dim] : 0);
     }
     l.parts.push_back(std::move(p));
   }
   return l;
+}
+
+// Whether any part of `l` holds halo cells.
+template <class T, int N>
+bool has_halo_cells(const Layout<T, N>& l) {
+  for (auto& p : l.parts)
+    for (int k = 0; k < N; ++k)
+      if (p.halo_lo[k] + p.halo_hi[k] > 0) return true;
+  return false;
+}
+
+// `l` with each part's box grown over its halo cells. Writing anything defined by global index
+// through it (a fill, a generator, host values, another array with the same halos) sets the halo
+// cells to the values their owners get, without an exchange.
+template <class T, int N>
+Layout<T, N> including_halo(const Layout<T, N>& l) {
+  Layout<T, N> o = l;
+  for (auto& p : o.parts) {
+    for (int k = 0; k < N; ++k) {
+      if (p.halo_lo[k] + p.halo_hi[k] == 0) continue;
+      p.ptr -= p.halo_lo[k] * p.stride[k];
+      p.origin[k] -= p.halo_lo[k];
+      p.extent[k] += p.halo_lo[k] + p.halo_hi[k];
+      p.halo_lo[k] = p.halo_hi[k] = 0;
+    }
+  }
+  o.halo = {};
+  return o;
 }
 
 }  // namespace tessera::detail

@@ -23,6 +23,7 @@
 #include <tessera/statistics.hpp>
 #include <tessera/collective.hpp>
 #include <tessera/copy.hpp>
+#include <tessera/halo.hpp>
 #include <tessera/linalg.hpp>
 #include <tessera/kernel.hpp>
 #include <tessera/elementwise_kernel.hpp>

@@ -11,9 +11,12 @@
 
 namespace tessera::detail {
 
-// Rows of one contiguous part inside the column-major host array of the whole shape.
+// Rows of one part inside the column-major host array of the whole shape: `height` runs of
+// `width` elements, `host_pitch` apart in the host array and `part_pitch` apart in the part (more
+// than `width` when the part's storage holds halo cells along a shard dimension other than the
+// last).
 struct PartRows {
-  std::size_t host_offset, width, height, host_pitch;  // in elements
+  std::size_t host_offset, width, height, host_pitch, part_pitch;  // in elements
 };
 
 template <class T, int N>
@@ -21,19 +24,36 @@ PartRows part_rows(const Layout<T, N>& l, const Part<T, N>& p) {
   const int d = l.shard_dim;
   if (d < 0) {
     const auto n = static_cast<std::size_t>(volume<N>(p.extent));
-    return {0, n, 1, n};
+    return {0, n, 1, n, n};
   }
   index_t inner = 1, outer = 1;
   for (int k = 0; k < d; ++k) inner *= l.shape[k];
   for (int k = d + 1; k < N; ++k) outer *= l.shape[k];
-  return {static_cast<std::size_t>(p.origin[d] * inner), static_cast<std::size_t>(inner * p.extent[d]),
-          static_cast<std::size_t>(outer), static_cast<std::size_t>(inner * l.shape[d])};
+  const index_t width = inner * p.extent[d];
+  return {static_cast<std::size_t>(p.origin[d] * inner), static_cast<std::size_t>(width),
+          static_cast<std::size_t>(outer), static_cast<std::size_t>(inner * l.shape[d]),
+          static_cast<std::size_t>(d + 1 < N ? p.stride[d + 1] : width)};
+}
+
+// Whether a part is stored as part_rows describes: column-major, each row contiguous, rows
+// evenly spaced (every allocated part is; views may not be).
+template <class T, int N>
+bool stored_as_rows(const Layout<T, N>& l, const Part<T, N>& p) {
+  if (p.empty()) return true;
+  const int d = l.shard_dim;
+  if (d < 0) return p.contiguous();
+  index_t acc = 1;
+  for (int k = 0; k < N; ++k) {
+    if (p.extent[k] != 1 && p.stride[k] != acc) return false;
+    acc = k == d && d + 1 < N ? p.stride[d + 1] : acc * p.extent[k];
+  }
+  return true;
 }
 
 template <class T, int N>
 bool all_parts_contiguous(const Layout<T, N>& l) {
   for (auto& p : l.parts) {
-    if (!p.empty() && !p.contiguous()) return false;
+    if (!stored_as_rows(l, p)) return false;
   }
   return true;
 }
@@ -48,7 +68,7 @@ void layout_to_host(const Layout<T, N>& l, T* host) {
   for (auto& p : l.parts) {
     if (p.empty()) continue;
     const PartRows r = part_rows(l, p);
-    rt::copy_to_host(p.device.id(), host + r.host_offset, r.host_pitch * sizeof(T), p.ptr, r.width * sizeof(T),
+    rt::copy_to_host(p.device.id(), host + r.host_offset, r.host_pitch * sizeof(T), p.ptr, r.part_pitch * sizeof(T),
                      r.width * sizeof(T), r.height);
     if (l.replicated) break;  // every replica holds the same values
   }
@@ -59,7 +79,7 @@ void layout_from_host(const Layout<T, N>& l, const T* host) {
   for (auto& p : l.parts) {
     if (p.empty()) continue;
     const PartRows r = part_rows(l, p);
-    rt::copy_from_host(p.device.id(), p.ptr, r.width * sizeof(T), host + r.host_offset, r.host_pitch * sizeof(T),
+    rt::copy_from_host(p.device.id(), p.ptr, r.part_pitch * sizeof(T), host + r.host_offset, r.host_pitch * sizeof(T),
                        r.width * sizeof(T), r.height);
   }
 }
@@ -122,7 +142,8 @@ Array<T, static_cast<int>(N)> from_host(std::span<const T> values, const std::ar
   }
   auto l = std::make_shared<const detail::Layout<T, R>>(
       detail::allocate_layout<T, R>(detail::geometry_from_placement<R>(shape, p), m));
-  detail::layout_from_host(*l, values.data());
+  // Halo cells included: they get the values of the cells they mirror.
+  detail::layout_from_host(detail::has_halo_cells(*l) ? detail::including_halo(*l) : *l, values.data());
   return Array<T, R>(std::move(l));
 }
 template <element_type T, std::size_t N>
