@@ -1,0 +1,237 @@
+// SPDX-License-Identifier: Apache-2.0
+// Data movement and stencils against baselines measured in the same run (issue: "Data movement
+// between devices: copies, re-sharding, halos and stencils"):
+//
+//  (1) peer copies: copyto(y, x) from an array on GPU a to one on GPU b, for every ordered pair,
+//      against a plain cudaMemcpyPeerAsync on the same buffers (target >= 0.95x);
+//  (2) re-sharding: copyto(y, x) of a 1 GiB float matrix sharded along dim 1 into one sharded
+//      along dim 0 over every device, in GB/s moved between devices against (1)'s peer figure;
+//  (3) 2-D Jacobi, 16384^2 float, columns split with halo(1): one sweep (a fused kernel over the
+//      shifted views) plus update_halo, in iterations per second on one device and on every
+//      device (target >= 0.9x linear scaling), and in bytes per second (one read and one write of
+//      the grid per sweep) against the cudaMemcpy bandwidth on one GPU (target >= 0.8x).
+//
+// Timing: CUDA events on Tessera's streams behind a spin kernel, --batch calls per sample,
+// medians of --reps samples (bench/support). On host devices the same program runs small sizes
+// and prints host figures, labelled as such, against std::memcpy.
+//
+//   bench_stencil [--n N] [--peer-mib M] [--reshard-mib R] [--reps R] [--warmup W] [--batch B] [--spin-us S]
+#include <tessera/tessera.hpp>
+
+#include <bench/support/program.hpp>
+
+#include <algorithm>
+#include <cstdio>
+#include <exception>
+#include <optional>
+#include <string>
+#include <utility>
+#include <vector>
+
+using namespace tessera;
+namespace tb = tessera::bench;
+using tb::gbps;
+
+namespace {
+
+struct Options {
+  index_t n = -1;             // Jacobi grid: 16384 on GPUs, 1024 on host devices
+  index_t peer_mib = -1;      // 256 on GPUs, 16 on host devices
+  index_t reshard_mib = -1;   // 1024 on GPUs, 64 on host devices
+  int reps = 10;
+  int warmup = 2;
+  int batch = 5;
+  double spin_us = 5000;
+};
+
+void usage(std::FILE* f) {
+  std::fprintf(f,
+               "usage: bench_stencil [--n N] [--peer-mib M] [--reshard-mib R] [--reps R] [--warmup W] [--batch B] "
+               "[--spin-us S]\n"
+               "  --n N            the Jacobi grid is N x N float (default 16384 on GPUs)\n"
+               "  --peer-mib M     bytes of each peer copy, in MiB (default 256 on GPUs)\n"
+               "  --reshard-mib R  size of the re-sharded matrix, in MiB (default 1024 on GPUs)\n"
+               "  --reps R         timed samples per measurement (default 10)\n"
+               "  --warmup W       untimed samples before timing (default 2)\n"
+               "  --batch B        calls queued back to back in each sample, time divided by B (default 5)\n"
+               "  --spin-us S      GPU spin before each timed sample (default 5000)\n");
+}
+
+std::optional<Options> parse(int argc, char** argv) {
+  Options o;
+  const bool ok = tb::parse_options("bench_stencil", argc, argv, usage,
+                                    {{"--n", 8, index_t(1) << 17, &o.n},
+                                     {"--peer-mib", 1, index_t(1) << 16, &o.peer_mib},
+                                     {"--reshard-mib", 1, index_t(1) << 16, &o.reshard_mib},
+                                     {"--reps", 1, 100000, &o.reps},
+                                     {"--warmup", 0, 100000, &o.warmup},
+                                     {"--batch", 1, 1000, &o.batch},
+                                     {"--spin-us", 0, 1000000, &o.spin_us}},
+                                    [](const std::string& arg, const std::string&) {
+                                      std::fprintf(stderr, "bench_stencil: unknown option '%s'\n", arg.c_str());
+                                      return false;
+                                    });
+  if (!ok) return std::nullopt;
+  return o;
+}
+
+void row(const std::string& what, const std::string& where, const tb::stats& s, double bytes) {
+  std::printf("  %-46s %-11s", what.c_str(), where.c_str());
+  tb::print_stats_columns(s, bytes);
+  std::printf("\n");
+}
+
+#if defined(__CUDACC__)
+// The plain CUDA baseline: the textbook 5-point kernel, one thread per interior point.
+__global__ void plain_jacobi(const float* u, float* v, int n) {
+  const int i = blockIdx.x * blockDim.x + threadIdx.x + 1;
+  const int j = blockIdx.y + 1;
+  if (i >= n - 1) return;
+  const long long c = i + static_cast<long long>(j) * n;
+  v[c] = 0.25f * (u[c - 1] + u[c + 1] + u[c - n] + u[c + n]);
+}
+#endif
+
+// One Jacobi sweep from u into v, then v's halo exchange (examples/jacobi.cpp).
+void sweep(Array<float, 2>& v, const Array<float, 2>& u) {
+  const index_t n = u.size(0);
+  const auto I = range(1, n - 1);
+  v(I, I) = 0.25f * (u(range(0, n - 2), I) + u(range(2, n), I) + u(I, range(0, n - 2)) + u(I, range(2, n)));
+  update_halo(v);
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  const auto opt = parse(argc, argv);
+  if (!opt) {
+    usage(stderr);
+    return 2;
+  }
+  Options o = *opt;
+  int errors = 0;
+  try {
+    const tb::platform p = tb::choose_platform();
+    const bool gpu = p.gpu;
+    const int G = p.size();
+    if (o.n < 0) o.n = gpu ? 16384 : 1024;
+    if (o.peer_mib < 0) o.peer_mib = gpu ? 256 : 16;
+    if (o.reshard_mib < 0) o.reshard_mib = gpu ? 1024 : 64;
+    tb::print_backend(p, ", against std::memcpy", "");
+    std::printf("\ntiming: %s\n", tb::timing_text(gpu, static_cast<long long>(o.spin_us), "host clock").c_str());
+    tb::runner run{gpu, o.spin_us, o.warmup, o.reps};
+    std::printf("\n%-48s %-11s", "", "");
+    tb::print_stats_headings();
+    std::printf("\n");
+    std::optional<double> peer_ratio, reshard_of_peer, scaling, hbm_ratio;
+    double worst_peer = 0, peer_gbps = 0;
+
+    // (1) every ordered pair of devices.
+    const index_t pn = o.peer_mib * (index_t(1) << 20) / 4;
+    for (int a = 0; a < G; ++a) {
+      for (int b = 0; b < G; ++b) {
+        if (a == b) continue;
+        const Device da = p.all[a], db = p.all[b];
+        auto x = rand<float>({pn}, on(da), memory::device);
+        auto y = zeros<float>({pn}, on(db), memory::device);
+        const DeviceSet pair{da, db};
+        const std::string where = da.name() + "->" + db.name();
+        const tb::stats t = run.time(pair, o.batch, [&] { copyto(y, x); });
+        row("(1) copyto(y on b, x on a)", where, t, 4.0 * double(pn));
+        float* yp = y.layout().parts[0].ptr;
+        const float* xp = x.layout().parts[0].ptr;
+        const tb::stats plain = run.time(pair, o.batch, [&] {
+          detail::rt::copy_between(db.id(), yp, da.id(), xp, static_cast<std::size_t>(pn) * 4);
+        });
+        row("    plain peer copy, same buffers", where, plain, 4.0 * double(pn));
+        if (to_host(y(range(pn - 4, pn))) != to_host(x(range(pn - 4, pn)))) {
+          ++errors;
+          std::printf("  WRONG RESULT: the copy from %s differs from its source\n", where.c_str());
+        }
+        const double r = plain.median / t.median;
+        worst_peer = peer_ratio ? std::min(worst_peer, r) : r;
+        peer_ratio = worst_peer;
+        peer_gbps = std::max(peer_gbps, gbps(4.0 * double(pn), plain.median));
+      }
+    }
+    if (G < 2) std::printf("  (1) peer copies: skipped, one device\n");
+
+    // (2) re-sharding a matrix from dim 1 to dim 0.
+    if (G > 1) {
+      index_t rows = 1;
+      while (rows * rows * 4 < o.reshard_mib * (index_t(1) << 20)) rows *= 2;
+      auto x = rand<float>({rows, rows}, shard(1, p.all), memory::device);
+      auto y = zeros<float>({rows, rows}, shard(0, p.all), memory::device);
+      const tb::stats t = run.time(p.all, 1, [&] { copyto(y, x); });
+      const double bytes = 4.0 * double(rows) * double(rows);
+      const double moved = bytes * double(G - 1) / double(G);  // what leaves its device
+      row("(2) copyto: shard(1) -> shard(0), " + std::to_string(rows) + "^2", p.all_label, t, bytes);
+      std::printf("      %.1f GB/s moved between devices (each device sends (G-1)/G of its block), %.1f GB/s per "
+                  "device; peer copy of one pair in (1): %.1f GB/s\n",
+                  gbps(moved, t.median), gbps(moved / G, t.median), peer_gbps);
+      if (peer_gbps > 0) reshard_of_peer = gbps(moved / G, t.median) / peer_gbps;
+      if (to_host(y(range(0, 3), range(rows - 3, rows))) != to_host(x(range(0, 3), range(rows - 3, rows)))) {
+        ++errors;
+        std::printf("  WRONG RESULT: the re-sharded matrix differs from its source\n");
+      }
+    }
+
+    // (3) Jacobi on one device and on every device.
+    const index_t n = o.n;
+    const double grid_bytes = 4.0 * double(n) * double(n);
+    auto jacobi = [&](const DeviceSet& devs, const std::string& label) {
+      Array<float, 2> u = zeros<float>({n, n}, shard(1, halo(1), devs), memory::device);
+      u(_, 0) = 1.f;
+      update_halo(u);
+      Array<float, 2> v = u;
+      const tb::stats t = run.time(devs, o.batch, [&] {
+        sweep(v, u);
+        std::swap(u, v);
+      });
+      row("(3) Jacobi sweep + update_halo, " + std::to_string(n) + "^2", label, t, 2.0 * grid_bytes);
+      std::printf("      %.1f iterations/s\n", 1e3 / t.median);
+      return t;
+    };
+    const tb::stats j1 = jacobi(p.one, p.one_label);
+#if defined(__CUDACC__)
+    if (gpu && n - 2 <= 65535) {
+      const Device d0 = p.one[0];
+      auto u = zeros<float>({n, n}, on(d0), memory::device);
+      auto v = zeros<float>({n, n}, on(d0), memory::device);
+      float* up = u.layout().parts[0].ptr;
+      float* vp = v.layout().parts[0].ptr;
+      const auto s0 = static_cast<cudaStream_t>(detail::rt::stream(d0.id()));
+      const dim3 grid(static_cast<unsigned>((n - 2 + 255) / 256), static_cast<unsigned>(n - 2));
+      const tb::stats plain = run.time(p.one, o.batch, [&] {
+        plain_jacobi<<<grid, 256, 0, s0>>>(up, vp, static_cast<int>(n));
+        std::swap(up, vp);
+      });
+      row("    plain CUDA 5-point kernel, one thread/point", p.one_label, plain, 2.0 * grid_bytes);
+    }
+#endif
+    const tb::stats copy = run.memcpy(p.one[0], static_cast<std::size_t>(grid_bytes), o.batch);
+    row("    memcpy of the grid (read + write)", p.one_label, copy, 2.0 * grid_bytes);
+    hbm_ratio = gbps(2.0 * grid_bytes, j1.median) / gbps(2.0 * grid_bytes, copy.median);
+    if (G > 1) {
+      const tb::stats jg = jacobi(p.all, p.all_label);
+      scaling = j1.median / jg.median / double(G);
+    }
+    tb::print_late_warning(run.late, static_cast<long long>(o.spin_us));
+
+    std::vector<tb::summary_row> rows;
+    rows.push_back({"(1) peer copy vs cudaMemcpyPeerAsync, worst pair", peer_ratio, 0.95, true, ">= 0.95x",
+                    G > 1 ? "" : "only 1 device"});
+    rows.push_back({"(2) re-shard GB/s per device / peer GB/s", reshard_of_peer, 0, true, "report",
+                    G > 1 ? "" : "only 1 device"});
+    rows.push_back({"(3) Jacobi scaling / ideal, " + p.all_label, scaling, 0.9, true, ">= 0.90x",
+                    G > 1 ? "" : "only 1 device"});
+    rows.push_back({"(3) Jacobi bytes/s vs memcpy, " + p.one_label, hbm_ratio, 0.8, true, ">= 0.80x", ""});
+    std::printf("\n== summary: medians of %d ==\n", o.reps);
+    tb::print_summary(rows, gpu, 50, 10, 12);
+    if (errors) std::printf("\n%d error(s) above\n", errors);
+  } catch (const std::exception& e) {
+    std::printf("bench_stencil: error: %s\n", e.what());
+    return 1;
+  }
+  return errors ? 1 : 0;
+}
