@@ -6,11 +6,13 @@
 #pragma once
 #include <backend/host/executor.hpp>
 #include <backend/host/reduce.hpp>
+#include <backend/host/scan.hpp>
 #include <backend/runtime/runtime.hpp>
 #include <tessera/device.hpp>
 #if TS_DEVICE_COMPILER
 #include <backend/cuda/executor.cuh>
 #include <backend/cuda/reduce.cuh>
+#include <backend/cuda/scan.cuh>  // declarations only: the CUB code is in tessera_runtime
 #endif
 
 #include <string>
