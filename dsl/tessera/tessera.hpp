@@ -21,11 +21,17 @@
 #include <tessera/reduce.hpp>
 #include <tessera/reduce_dims.hpp>
 #include <tessera/statistics.hpp>
+#include <tessera/scan.hpp>
+#include <tessera/sort.hpp>
 #include <tessera/collective.hpp>
 #include <tessera/copy.hpp>
 #include <tessera/halo.hpp>
 #include <tessera/linalg.hpp>
+#include <tessera/reshape.hpp>
+#include <tessera/concat.hpp>
 #include <tessera/kernel.hpp>
 #include <tessera/elementwise_kernel.hpp>
 #include <tessera/reduction_kernel.hpp>
 #include <tessera/for_each_shard.hpp>
+#include <tessera/npy.hpp>
+#include <tessera/dlpack.hpp>
