@@ -67,3 +67,17 @@ TEST_CASE("copy between host devices and GPUs") {
   const Array<float, 1> back = copy(on_host, replicate(g));
   check_replicas(back, v);
 }
+
+TEST_CASE("copy and copyto to an unknown device are named errors and leave the source intact") {
+  for (const auto& ds : device_sets()) {
+    const auto v = random_values<float>(37);
+    const Array<float, 1> a = from_host(v, {37}, shard(0, ds));
+    for (int id : {1000, -5}) {
+      check_mentions(expect_error<invalid_argument>([&] { (void)copy(a, on(Device(id))); }),
+                     {"no device with id " + std::to_string(id)});
+      check_mentions(expect_error<invalid_argument>([&] { (void)copy(a, shard(0, DeviceSet{ds[0], Device(id)})); }),
+                     {"no device with id " + std::to_string(id)});
+    }
+    check_equal(to_host(a), v);
+  }
+}
