@@ -60,6 +60,13 @@ struct LeafEval {
   TS_HD T at(const I* idx) const {
     I off = 0;
     for (int k = 0; k < N; ++k) off += idx[k] * static_cast<I>(st[k]);
+#if defined(__CUDA_ARCH__) && !defined(TESSERA_NO_LDG)
+    // Through the read-only data cache: safe because the planner never lets a kernel read bytes
+    // it writes through another mapping (a read of the written element itself comes first, in the
+    // same thread). Strided reads that overlap (a stencil's shifted views) hit in it more often:
+    // 2-D Jacobi 16384^2 on an H200, 0.666x -> 0.722x memcpy.
+    if constexpr (std::is_arithmetic_v<T> && !std::is_same_v<T, bool>) return __ldg(p + off);
+#endif
     return p[off];
   }
   template <int K, class I>
