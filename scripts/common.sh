@@ -50,6 +50,22 @@ ensure_tools() {
   else
     say "OpenBLAS: missing (install libopenblas-dev); host matrix products use another CBLAS or plain loops"
   fi
+  # OpenMPI runs one program across processes (docs/distributed.md); without it the build has one
+  # process only (TESSERA_ENABLE_MPI=AUTO finds nothing).
+  if command -v mpirun >/dev/null 2>&1 && { compgen -G "/usr/lib/*/openmpi/include/mpi.h" >/dev/null ||
+                                          [ -f /usr/include/mpi.h ] || command -v mpicxx >/dev/null 2>&1; }; then
+    say "MPI: found ($(mpirun --version 2>/dev/null | head -n1))"
+  elif command -v apt-get >/dev/null 2>&1 && as_root true; then
+    say "MPI: missing, installing it: apt-get install -y libopenmpi-dev openmpi-bin"
+    if { [ -n "$(ls /var/lib/apt/lists/ 2>/dev/null | grep -v lock)" ] || as_root apt-get update -qq; } &&
+       as_root env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq libopenmpi-dev openmpi-bin; then
+      say "MPI: installed"
+    else
+      say "MPI: apt-get failed (offline?); Tessera builds for one process (no mpirun tests)"
+    fi
+  else
+    say "MPI: missing (install libopenmpi-dev openmpi-bin); Tessera builds for one process"
+  fi
   if command -v ninja >/dev/null 2>&1; then say "generator: Ninja"; else say "generator: Unix Makefiles (ninja not found)"; fi
   if command -v nvidia-smi >/dev/null 2>&1 && nvidia-smi -L 2>/dev/null | grep -q '^GPU '; then
     say "GPUs: $(nvidia-smi -L | grep -c '^GPU ') visible; programs run on them"

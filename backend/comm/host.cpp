@@ -6,7 +6,13 @@
 // Host devices follow NCCL's arithmetic so that a program gives the same answers on both:
 // integers wrap (u8 too), max/min of floating values are IEEE maxNum/minNum (fmax/fmin: a NaN
 // loses against a number), and values are combined in rank order.
+//
+// Across processes (devices of several ranks), host devices first gather every send block they
+// need onto every rank (one MPI exchange, backend/comm/mpi.cpp), then run the same in-process
+// loops, writing only their own receive buffers: the same order of operations as one process, so
+// the same bits. GPUs go to NCCL with communicators spanning the ranks.
 #include <backend/comm/comm.hpp>
+#include <backend/comm/mpi.hpp>
 #include <backend/runtime/runtime.hpp>
 #include <tessera/device.hpp>
 #include <tessera/error.hpp>
@@ -202,7 +208,8 @@ void host_allreduce(int n, const void* const* send, void* const* recv, std::size
     // Into a temporary first: every receive buffer may be one of the send buffers (in place).
     std::unique_ptr<T[]> acc(new T[count]);
     reduce_into<T>(acc.get(), n, send, 0, count, o);
-    for (int r = 0; r < n; ++r) std::memcpy(recv[r], acc.get(), count * sizeof(T));
+    for (int r = 0; r < n; ++r)
+      if (recv[r] != nullptr) std::memcpy(recv[r], acc.get(), count * sizeof(T));  // null: another rank's
   });
 }
 
@@ -228,12 +235,80 @@ void host_reduce_scatter(int n, const void* const* send, void* const* recv, std:
     // Every rank's block is computed before any is written: a receive buffer may lie inside a send
     // buffer (in place: recv[r] == send[r] + r * count).
     std::unique_ptr<T[]> acc(new T[count * static_cast<std::size_t>(n)]);
-    for (int r = 0; r < n; ++r)
+    for (int r = 0; r < n; ++r) {
+      if (recv[r] == nullptr) continue;  // another rank's block
       reduce_into<T>(acc.get() + static_cast<std::size_t>(r) * count, n, send, static_cast<std::size_t>(r) * count,
                      count, o);
-    for (int r = 0; r < n; ++r)
-      std::memcpy(recv[r], acc.get() + static_cast<std::size_t>(r) * count, count * sizeof(T));
+    }
+    for (int r = 0; r < n; ++r) {
+      if (recv[r] != nullptr) std::memcpy(recv[r], acc.get() + static_cast<std::size_t>(r) * count, count * sizeof(T));
+    }
   });
+}
+
+// -- host devices across processes ------------------------------------------------------------
+
+// Every rank's send block (`block` bytes from send[r]) in list order, on every rank.
+std::vector<char> gather_sends(const int* devices, int n, const void* const* send, std::size_t block, const char* what) {
+  std::vector<char> all(block * static_cast<std::size_t>(n));
+  std::vector<int> owner(static_cast<std::size_t>(n));
+  for (int r = 0; r < n; ++r) {
+    owner[static_cast<std::size_t>(r)] = rt::info(devices[r]).rank;
+    if (!rt::is_remote(devices[r])) std::memcpy(all.data() + static_cast<std::size_t>(r) * block, send[r], block);
+  }
+  dist::share_blocks(all.data(), static_cast<std::size_t>(n), block, owner.data(), what);
+  return all;
+}
+
+std::vector<const void*> blocks_of(const std::vector<char>& all, int n, std::size_t block) {
+  std::vector<const void*> p(static_cast<std::size_t>(n));
+  for (int r = 0; r < n; ++r) p[static_cast<std::size_t>(r)] = all.data() + static_cast<std::size_t>(r) * block;
+  return p;
+}
+
+// This rank's receive buffers; null for the other ranks' (the in-process loops skip them).
+std::vector<void*> local_recv(const int* devices, int n, void* const* recv) {
+  std::vector<void*> out(static_cast<std::size_t>(n), nullptr);
+  for (int r = 0; r < n; ++r)
+    if (!rt::is_remote(devices[r])) out[static_cast<std::size_t>(r)] = recv[r];
+  return out;
+}
+
+void ranks_allgather(const int* devices, int n, const void* const* send, void* const* recv, std::size_t bytes) {
+  const std::vector<char> all = gather_sends(devices, n, send, bytes, "allgather");
+  for (int r = 0; r < n; ++r)
+    if (!rt::is_remote(devices[r])) std::memcpy(recv[r], all.data(), all.size());
+}
+
+void ranks_allreduce(const int* devices, int n, const void* const* send, void* const* recv, std::size_t count,
+                     dtype t, op o) {
+  const std::size_t block = count * size_of(t);
+  const std::vector<char> all = gather_sends(devices, n, send, block, "allreduce");
+  host_allreduce(n, blocks_of(all, n, block).data(), local_recv(devices, n, recv).data(), count, t, o);
+}
+
+void ranks_broadcast(const int* devices, int n, int root, const void* const* send, void* const* recv,
+                     std::size_t bytes) {
+  std::vector<char> value(bytes);
+  if (!rt::is_remote(devices[root])) std::memcpy(value.data(), send[root], bytes);
+  dist::broadcast(value.data(), bytes, rt::info(devices[root]).rank, "broadcast");
+  for (int r = 0; r < n; ++r)
+    if (!rt::is_remote(devices[r])) std::memcpy(recv[r], value.data(), bytes);
+}
+
+void ranks_reduce_scatter(const int* devices, int n, const void* const* send, void* const* recv, std::size_t count,
+                          dtype t, op o) {
+  const std::size_t block = count * static_cast<std::size_t>(n) * size_of(t);
+  const std::vector<char> all = gather_sends(devices, n, send, block, "reduce_scatter");
+  host_reduce_scatter(n, blocks_of(all, n, block).data(), local_recv(devices, n, recv).data(), count, t, o);
+}
+
+// Whether a collective spans ranks; a list of one device of another rank has nothing to do here.
+enum class reach { local, across, elsewhere };
+reach reach_of(const char* what, const int* devices, int n) {
+  if (!rt::crosses_ranks(devices, static_cast<std::size_t>(n), what)) return reach::local;
+  if (n == 1) return rt::is_remote(devices[0]) ? reach::elsewhere : reach::local;
+  return reach::across;
 }
 
 }  // namespace
@@ -243,10 +318,13 @@ void allgather(const int* devices, int n, const void* const* send, void* const* 
   if (bytes == 0) return;
   check_buffers("allgather", "send", send, n);
   check_buffers("allgather", "receive", recv, n);
+  const reach where = reach_of("allgather", devices, n);
+  if (where == reach::elsewhere) return;
 #if TESSERA_HAS_CUDA
   if (gpus) return nccl::allgather(devices, n, send, recv, bytes);
 #endif
   (void)gpus;
+  if (where == reach::across) return ranks_allgather(devices, n, send, recv, bytes);
   host_allgather(n, send, recv, bytes);
 }
 
@@ -258,10 +336,13 @@ void allreduce(const int* devices, int n, const void* const* send, void* const* 
   if (count == 0) return;
   check_buffers("allreduce", "send", send, n);
   check_buffers("allreduce", "receive", recv, n);
+  const reach where = reach_of("allreduce", devices, n);
+  if (where == reach::elsewhere) return;
 #if TESSERA_HAS_CUDA
   if (gpus) return nccl::allreduce(devices, n, send, recv, count, t, o);
 #endif
   (void)gpus;
+  if (where == reach::across) return ranks_allreduce(devices, n, send, recv, count, t, o);
   host_allreduce(n, send, recv, count, t, o);
 }
 
@@ -274,10 +355,13 @@ void broadcast(const int* devices, int n, int root, const void* const* send, voi
   if (bytes == 0) return;
   check_buffers("broadcast", "send", send, n, root);  // only the root's is read
   check_buffers("broadcast", "receive", recv, n);
+  const reach where = reach_of("broadcast", devices, n);
+  if (where == reach::elsewhere) return;
 #if TESSERA_HAS_CUDA
   if (gpus) return nccl::broadcast(devices, n, root, send, recv, bytes);
 #endif
   (void)gpus;
+  if (where == reach::across) return ranks_broadcast(devices, n, root, send, recv, bytes);
   host_broadcast(n, root, send, recv, bytes);
 }
 
@@ -289,10 +373,13 @@ void reduce_scatter(const int* devices, int n, const void* const* send, void* co
   if (count == 0) return;
   check_buffers("reduce_scatter", "send", send, n);
   check_buffers("reduce_scatter", "receive", recv, n);
+  const reach where = reach_of("reduce_scatter", devices, n);
+  if (where == reach::elsewhere) return;
 #if TESSERA_HAS_CUDA
   if (gpus) return nccl::reduce_scatter(devices, n, send, recv, count, t, o);
 #endif
   (void)gpus;
+  if (where == reach::across) return ranks_reduce_scatter(devices, n, send, recv, count, t, o);
   host_reduce_scatter(n, send, recv, count, t, o);
 }
 

@@ -1,11 +1,14 @@
 // SPDX-License-Identifier: Apache-2.0
 // Collectives across GPUs through NCCL, reached from the entry points in host.cpp with checked
 // arguments (all GPUs, each listed once, something to move). One communicator set per ordered
-// list of CUDA ordinals, created on first use by ncclCommInitAll and cached. Every call is one
+// list of devices, created on first use and cached: by ncclCommInitAll within this process, by
+// ncclCommInitRank when the list spans ranks (the unique id broadcast over MPI; each rank creates
+// and drives only its own devices' communicators). Every call is one
 // NCCL group over all ranks, each rank's operation queued on its device's Tessera stream, so it
 // is ordered after the kernels already queued there and before the ones queued next; the host
 // does not wait. One rank needs no NCCL: a stream-ordered device-to-device copy.
 #include <backend/comm/comm.hpp>
+#include <backend/comm/mpi.hpp>
 #include <backend/runtime/state.hpp>
 
 #if TESSERA_HAS_CUDA
@@ -32,7 +35,7 @@ std::string rank_name(const int* devices, int n, int r) {
 
 // The text NCCL keeps about its last failure, as " (NCCL: ...)" when it has any.
 std::string last_error(ncclComm_t comm) {
-  const char* s = ncclGetLastError(comm);
+  const char* s = comm != nullptr ? ncclGetLastError(comm) : ncclGetLastError(nullptr);
   return s != nullptr && *s != '\0' ? std::string(" (NCCL: ") + s + ")" : std::string();
 }
 
@@ -87,7 +90,8 @@ registry& reg() {
 void discard(registry& rg, const std::vector<int>& key) {
   auto it = rg.sets.find(key);
   if (it == rg.sets.end()) return;
-  for (ncclComm_t c : it->second) (void)ncclCommAbort(c);
+  for (ncclComm_t c : it->second)
+    if (c != nullptr) (void)ncclCommAbort(c);
   rg.sets.erase(it);
 }
 
@@ -95,6 +99,7 @@ void discard(registry& rg, const std::vector<int>& key) {
 std::string async_errors(const std::vector<ncclComm_t>& comms, const int* devices, int n) {
   std::string s;
   for (int r = 0; r < n; ++r) {
+    if (comms[static_cast<std::size_t>(r)] == nullptr) continue;  // another rank's device
     ncclResult_t a = ncclSuccess;
     const ncclResult_t e = ncclCommGetAsyncError(comms[static_cast<std::size_t>(r)], &a);
     if (e != ncclSuccess) a = e;
@@ -106,6 +111,34 @@ std::string async_errors(const std::vector<ncclComm_t>& comms, const int* device
   return s;
 }
 
+// One communicator per device of this rank in a list spanning ranks: list rank r is NCCL rank r.
+// The first device's rank makes the unique id and every rank receives it (also ranks without a
+// device in the list: the broadcast is collective, and they then cache an empty set, so that the
+// next call over these devices finds the set on every rank alike).
+void init_across_ranks(std::vector<ncclComm_t>& comms, const int* devices, int n) {
+  ncclUniqueId id{};
+  const int root = rt::info(devices[0]).rank;
+  if (root == dist::world_rank()) {
+    if (const ncclResult_t e = ncclGetUniqueId(&id); e != ncclSuccess)
+      fail("ncclGetUniqueId", "devices " + device_list(devices, n), e, nullptr);
+  }
+  dist::broadcast(&id, sizeof id, root, "the NCCL unique id of a communicator");
+  if (const ncclResult_t e = ncclGroupStart(); e != ncclSuccess)
+    fail("ncclGroupStart", "devices " + device_list(devices, n), e, nullptr);
+  int failed = -1;
+  ncclResult_t failure = ncclSuccess;
+  for (int r = 0; r < n && failed < 0; ++r) {
+    if (rt::is_remote(devices[r])) continue;
+    rt::set_device(devices[r]);
+    failure = ncclCommInitRank(&comms[static_cast<std::size_t>(r)], n, id, r);
+    if (failure != ncclSuccess) failed = r;
+  }
+  const ncclResult_t end = ncclGroupEnd();
+  (void)rt::get_cuda_device();  // NCCL switched devices behind the runtime's per-thread cache
+  if (failed >= 0) fail("ncclCommInitRank", rank_name(devices, n, failed), failure, nullptr);
+  if (end != ncclSuccess) fail("ncclGroupEnd (ncclCommInitRank)", "devices " + device_list(devices, n), end, nullptr);
+}
+
 // The set for `devices` (caller holds rg.m), created on first use.
 std::vector<ncclComm_t>& comms_for(registry& rg, const int* devices, int n, const std::vector<int>& key) {
   auto it = rg.sets.find(key);
@@ -114,7 +147,13 @@ std::vector<ncclComm_t>& comms_for(registry& rg, const int* devices, int n, cons
   // multicast objects are not available to us; it must stay off. A value the user set wins.
   setenv("NCCL_NVLS_ENABLE", "0", 0);
   std::vector<ncclComm_t> comms(static_cast<std::size_t>(n), nullptr);
-  const ncclResult_t e = ncclCommInitAll(comms.data(), n, key.data());
+  if (rt::crosses_ranks(devices, static_cast<std::size_t>(n), "an NCCL communicator")) {
+    init_across_ranks(comms, devices, n);
+    return rg.sets.emplace(key, std::move(comms)).first->second;
+  }
+  std::vector<int> ordinals(static_cast<std::size_t>(n));
+  for (int r = 0; r < n; ++r) ordinals[static_cast<std::size_t>(r)] = rt::info(devices[r]).ordinal;
+  const ncclResult_t e = ncclCommInitAll(comms.data(), n, ordinals.data());
   // ncclCommInitAll switches devices behind the runtime's per-thread cache: re-read it.
   (void)rt::get_cuda_device();
   if (e != ncclSuccess) fail("ncclCommInitAll", "devices " + device_list(devices, n), e, nullptr);
@@ -140,7 +179,8 @@ void run_group(const char* what, const int* devices, int n, Call&& call) {
   registry& rg = reg();
   std::lock_guard<std::mutex> lock(rg.m);
   std::vector<int> key(static_cast<std::size_t>(n));
-  for (int r = 0; r < n; ++r) key[static_cast<std::size_t>(r)] = rt::info(devices[r]).ordinal;
+  // Device ids: equal to CUDA ordinals for this process's GPUs, and distinct for other ranks'.
+  for (int r = 0; r < n; ++r) key[static_cast<std::size_t>(r)] = devices[r];
   std::vector<ncclComm_t>& comms = comms_for(rg, devices, n, key);
   // A communicator broken by an earlier failure would never complete: report, and start afresh
   // on the next call.
@@ -156,6 +196,7 @@ void run_group(const char* what, const int* devices, int n, Call&& call) {
   ncclResult_t failure = ncclSuccess;
   try {
     for (int r = 0; r < n; ++r) {
+      if (rt::is_remote(devices[r])) continue;  // queued by its own rank
       rt::set_device(devices[r]);
       const ncclResult_t e = call(r, comms[static_cast<std::size_t>(r)], stream_of(devices[r]));
       if (e != ncclSuccess) {
@@ -176,7 +217,9 @@ void run_group(const char* what, const int* devices, int n, Call&& call) {
   if (end != ncclSuccess) {
     // Name what the communicators say rather than leave a half-launched collective to hang.
     const std::string async = async_errors(comms, devices, n);
-    const std::string last = last_error(comms[0]);
+    ncclComm_t any = nullptr;
+    for (ncclComm_t c : comms) any = any != nullptr ? any : c;
+    const std::string last = last_error(any);
     if (!async.empty()) discard(rg, key);
     throw backend_error(std::string("tessera: ncclGroupEnd failed for ") + what + " over " +
                         device_list(devices, n) + ": " + ncclGetErrorString(end) + last + async);

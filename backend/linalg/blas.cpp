@@ -182,6 +182,7 @@ void host_gemv(std::int64_t m, std::int64_t k, operand a, const T* x, std::int64
 
 void gemm(int device, dtype t, std::int64_t m, std::int64_t n, std::int64_t k, operand a, operand b, void* c,
           std::int64_t ldc) {
+  if (rt::is_remote(device)) return;  // another rank's device computes its own product
 #if TESSERA_HAS_CUDA
   if (rt::is_gpu(rt::get(), device)) {
     if (m > 0 && n > 0) gpu_gemm(device, t, m, n, k, a, b, c, ldc);
@@ -195,6 +196,7 @@ void gemm(int device, dtype t, std::int64_t m, std::int64_t n, std::int64_t k, o
 
 void gemv(int device, dtype t, std::int64_t m, std::int64_t k, operand a, const void* x, std::int64_t incx, void* y,
           std::int64_t incy) {
+  if (rt::is_remote(device)) return;  // another rank's device computes its own product
 #if TESSERA_HAS_CUDA
   if (rt::is_gpu(rt::get(), device)) {
     if (m > 0) gpu_gemv(device, t, m, k, a, x, incx, y, incy);

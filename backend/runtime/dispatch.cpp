@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: Apache-2.0
 // Tessera runtime: the shard dispatch loop shared by every operation (assignments, full
-// reductions, reductions along dims), compiled once instead of once per expression type.
+// reductions, reductions along dims), compiled once instead of once per expression type. Across
+// processes every rank plans every shard (so plans and errors agree) and runs only its own.
 #include <backend/runtime/runtime.hpp>
 
 #include <exception>
@@ -24,6 +25,7 @@ void run_shards(const shard_launch* shards, std::size_t count, bool sequential) 
       for (std::size_t i = 0; i < count; ++i) {
         const shard_launch& s = shards[i];
         if (s.host != host_pass) continue;
+        if (is_remote(s.device)) continue;  // another rank computes it (docs/distributed.md)
         if (use_threads && threaded(s)) {
           workers.emplace_back([&s, &errors, i] {
             try {

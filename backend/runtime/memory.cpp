@@ -1,13 +1,17 @@
 // SPDX-License-Identifier: Apache-2.0
 // Device memory: free/total queries, the out-of-memory check, allocation (unified / device /
 // host) and the residency protocol between host code and kernels for unified buffers.
+#include <backend/comm/mpi.hpp>
 #include <backend/runtime/state.hpp>
 
 #include <cstdio>
+#include <cstring>
 #include <mutex>
 #include <cstdlib>
 #include <string>
+#include <vector>
 
+#include <sys/mman.h>
 #include <unistd.h>
 
 namespace tessera::detail::rt {
@@ -46,6 +50,20 @@ void host_memory(std::size_t& free, std::size_t& total) {
   std::size_t free = 0, total = 0;
   memory_info(device_id, free, total);
   throw out_of_memory(bytes, free, total, device_id, info(device_id).name);
+}
+
+// A part on another rank's device gets address space without memory: distinct addresses keep the
+// alias checks exact (two remote parts never look like one buffer), PROT_NONE makes any local
+// access fault at once instead of reading garbage, and MAP_NORESERVE costs no memory.
+std::size_t remote_span(std::size_t bytes) { return (bytes + alignment - 1) / alignment * alignment; }
+
+void* reserve_remote(int device_id, std::size_t bytes) {
+  void* p = mmap(nullptr, remote_span(bytes), PROT_NONE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+  if (p == MAP_FAILED) {
+    throw error("tessera: could not reserve " + std::to_string(bytes) + " bytes of address space for a part on " +
+                info(device_id).name + " (another rank's device)");
+  }
+  return p;
 }
 
 #if TESSERA_HAS_CUDA
@@ -105,6 +123,10 @@ void prefetch(const void* p, std::size_t bytes, int ordinal, cudaStream_t s) {
 
 void memory_info(int device_id, std::size_t& free, std::size_t& total) {
   (void)info(device_id);
+  if (is_remote(device_id)) {  // known only on its rank
+    free = total = 0;
+    return;
+  }
 #if TESSERA_HAS_CUDA
   if (is_gpu(get(), device_id)) {
     device_guard guard(device_id);
@@ -122,6 +144,7 @@ static void free_for(int device_id, std::size_t bytes, std::size_t& free, std::s
 }
 
 void check_free(int device_id, std::size_t bytes) {
+  if (is_remote(device_id)) return;  // its rank checks it
   std::size_t free = 0, total = 0;
   free_for(device_id, bytes, free, total);
   if (bytes > free) throw out_of_memory(bytes, free, total, device_id, info(device_id).name);
@@ -130,6 +153,7 @@ void check_free(int device_id, std::size_t bytes) {
 void* allocate(int device_id, std::size_t bytes, memory kind) {
   (void)info(device_id);
   if (bytes == 0) return nullptr;
+  if (is_remote(device_id)) return reserve_remote(device_id, bytes);
 #if TESSERA_HAS_CUDA
   if (is_gpu(get(), device_id)) {
     // GPU blocks come in size classes so that a dead array's block fits the next one (pool.cpp).
@@ -156,6 +180,10 @@ void* allocate(int device_id, std::size_t bytes, memory kind) {
 void deallocate(int device_id, void* p, std::size_t bytes, memory kind, bool host_touched) noexcept {
   (void)bytes, (void)kind, (void)host_touched;
   if (p == nullptr) return;
+  if (is_remote(device_id)) {
+    (void)munmap(p, remote_span(bytes));
+    return;
+  }
 #if TESSERA_HAS_CUDA
   if (is_gpu(get(), device_id)) {
     if (pool_give(device_id, p, pool_class(bytes), kind, host_touched)) return;
@@ -190,6 +218,11 @@ void make_resident(buffer& b) {
 }
 
 void* host_access(buffer& b) {
+  if (is_remote(b.device)) {
+    throw invalid_argument("tessera: host code cannot read or write storage on " + info(b.device).name +
+                           ", a device of another rank; use to_host(a) or a.at(...) (every rank gets the values) or "
+                           "host_data on the rank that holds the shard");
+  }
 #if TESSERA_HAS_CUDA
   if (is_gpu(get(), b.device)) {
     if (b.kind == memory::device)
@@ -257,6 +290,7 @@ reduce_slots& slots_of(int device_id) {
 }  // namespace
 
 result_slot mapped_result(int device_id) {
+  if (is_remote(device_id)) return {nullptr, nullptr};  // its rank computes the result; read_results fetches it
   reduce_slots& sl = slots_of(device_id);
   std::lock_guard<std::mutex> lock(sl.m);
   if (sl.result.host == nullptr) {
@@ -296,6 +330,18 @@ unsigned* block_counter(int device_id) {
     sl.counter = c;
   }
   return sl.counter;
+}
+
+void read_results(const int* devices, std::size_t n, void* out, std::size_t bytes) {
+  auto* o = static_cast<char*>(out);
+  std::vector<int> owner(n);
+  for (std::size_t i = 0; i < n; ++i) {
+    owner[i] = info(devices[i]).rank;
+    if (is_remote(devices[i])) continue;
+    synchronize_device(devices[i]);  // this device's stream only
+    std::memcpy(o + i * bytes, mapped_result(devices[i]).host, bytes);
+  }
+  if (crosses_ranks(devices, n, "a reduction")) dist::share_blocks(out, n, bytes, owner.data(), "a reduction's partial results");
 }
 
 }  // namespace tessera::detail::rt

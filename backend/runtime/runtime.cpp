@@ -1,7 +1,9 @@
 // SPDX-License-Identifier: Apache-2.0
 // The device table, the default device set, the current device, streams and synchronization.
+#include <backend/comm/mpi.hpp>
 #include <backend/runtime/state.hpp>
 #include <tessera/device.hpp>
+#include <tessera/distributed.hpp>
 
 #include <cstdlib>
 #include <cstring>
@@ -97,6 +99,54 @@ void init_gpus(state& s) {
 }
 #endif
 
+// This rank's default devices, from the environment: every visible GPU, or host devices. Read
+// by the state's constructor (to tell the other ranks) and by default_devices(), so both agree.
+struct default_spec {
+  bool gpus = false;
+  int count = 0;
+  std::string error;
+  bool invalid_value = false;
+};
+
+default_spec local_default_spec(int gpu_count) {
+  default_spec c;
+  const char* backend_env = std::getenv("TESSERA_BACKEND");
+  const std::string backend = backend_env ? backend_env : "";
+  if (backend != "" && backend != "auto" && backend != "host" && backend != "cuda") {
+    c.error = "tessera: TESSERA_BACKEND=" + backend + " is not a backend; accepted values are host, cuda and auto "
+              "(or unset: every visible GPU, else host devices)";
+    c.invalid_value = true;
+    return c;
+  }
+  if (backend == "cuda" && gpu_count == 0) {
+    c.error = built_with_cuda()
+                  ? "tessera: TESSERA_BACKEND=cuda but no GPU is visible (cudaGetDeviceCount found none; check the "
+                    "driver and CUDA_VISIBLE_DEVICES), unset it or use TESSERA_BACKEND=host"
+                  : "tessera: TESSERA_BACKEND=cuda but this Tessera was built without CUDA (TESSERA_ENABLE_CUDA=OFF "
+                    "or no nvcc at configure time); unset it or use TESSERA_BACKEND=host";
+    return c;
+  }
+  if (backend != "host" && gpu_count > 0) {
+    c.gpus = true;
+    c.count = gpu_count;
+    return c;
+  }
+  c.count = 1;
+  if (const char* v = std::getenv("TESSERA_HOST_DEVICES"); v != nullptr && *v != '\0') {
+    char* end = nullptr;
+    const long parsed = std::strtol(v, &end, 10);
+    if (*end != '\0' || parsed < 1 || parsed > max_host_devices) {
+      c.error = std::string("tessera: TESSERA_HOST_DEVICES=") + v + " is not a device count; expected an integer from 1 to " +
+                std::to_string(max_host_devices);
+      c.invalid_value = true;
+      c.count = 0;
+      return c;
+    }
+    c.count = static_cast<int>(parsed);
+  }
+  return c;
+}
+
 // The default device set, chosen once from the environment. An invalid environment is kept
 // as an error that every devices() call reports, so gpus() and host_devices() still work.
 struct default_choice {
@@ -107,40 +157,20 @@ struct default_choice {
 
 default_choice choose_default() {
   default_choice c;
-  const char* backend_env = std::getenv("TESSERA_BACKEND");
-  const std::string backend = backend_env ? backend_env : "";
-  if (backend != "" && backend != "auto" && backend != "host" && backend != "cuda") {
-    c.error = "tessera: TESSERA_BACKEND=" + backend + " is not a backend; accepted values are host, cuda and auto "
-              "(or unset: every visible GPU, else host devices)";
-    c.invalid_value = true;
+  const state& s = get();
+  const default_spec spec = local_default_spec(s.gpu_count);
+  if (!spec.error.empty()) {
+    c.error = spec.error;
+    c.invalid_value = spec.invalid_value;
     return c;
   }
-  const DeviceSet gpu_set = gpus();
-  if (backend == "cuda" && gpu_set.empty()) {
-    c.error = built_with_cuda()
-                  ? "tessera: TESSERA_BACKEND=cuda but no GPU is visible (cudaGetDeviceCount found none; check the "
-                    "driver and CUDA_VISIBLE_DEVICES), unset it or use TESSERA_BACKEND=host"
-                  : "tessera: TESSERA_BACKEND=cuda but this Tessera was built without CUDA (TESSERA_ENABLE_CUDA=OFF "
-                    "or no nvcc at configure time); unset it or use TESSERA_BACKEND=host";
-    return c;
+  const DeviceSet local = spec.gpus ? gpus() : host_devices(spec.count);
+  // Across processes: every rank's default devices, in rank order, the same list on every rank.
+  for (std::size_t q = 0; q < s.rank_devices.size(); ++q) {
+    if (static_cast<int>(q) == dist::world_rank()) c.set.insert(c.set.end(), local.begin(), local.end());
+    for (int id : s.rank_devices[q]) c.set.emplace_back(id);
   }
-  if (backend != "host" && !gpu_set.empty()) {
-    c.set = gpu_set;
-    return c;
-  }
-  int n = 1;
-  if (const char* v = std::getenv("TESSERA_HOST_DEVICES"); v != nullptr && *v != '\0') {
-    char* end = nullptr;
-    const long parsed = std::strtol(v, &end, 10);
-    if (*end != '\0' || parsed < 1 || parsed > max_host_devices) {
-      c.error = std::string("tessera: TESSERA_HOST_DEVICES=") + v + " is not a device count; expected an integer from 1 to " +
-                std::to_string(max_host_devices);
-      c.invalid_value = true;
-      return c;
-    }
-    n = static_cast<int>(parsed);
-  }
-  c.set = host_devices(n);
+  if (s.rank_devices.empty()) c.set = local;
   return c;
 }
 
@@ -153,6 +183,37 @@ const default_choice& default_devices() {
   return c;
 }
 
+// Tells the other ranks this rank's default devices and appends theirs to the table, after the
+// host entries (ids from remote_base on), in rank order.
+void add_remote_devices(state& s) {
+  const int me = dist::world_rank();
+  for (device_info& d : s.table) d.rank = me;
+  const default_spec spec = local_default_spec(s.gpu_count);
+  std::vector<dist::device_record> mine;
+  for (int i = 0; i < spec.count; ++i) {
+    dist::device_record r{};
+    r.kind = static_cast<int>(spec.gpus ? device_kind::cuda : device_kind::host);
+    r.ordinal = i;
+    const std::string& name = s.table[static_cast<std::size_t>(spec.gpus ? i : s.gpu_count + i)].name;
+    std::strncpy(r.model, name.c_str(), sizeof r.model - 1);
+    mine.push_back(r);
+  }
+  s.shared_lo = spec.gpus ? 0 : s.gpu_count;
+  s.shared_hi = s.shared_lo + spec.count;
+  const auto all = dist::exchange_devices(mine);
+  s.rank_devices.assign(all.size(), {});
+  for (std::size_t q = 0; q < all.size(); ++q) {
+    if (static_cast<int>(q) == me) continue;
+    for (const dist::device_record& r : all[q]) {
+      s.rank_devices[q].push_back(static_cast<int>(s.table.size()));
+      s.table.push_back({static_cast<device_kind>(r.kind), r.ordinal, "rank" + std::to_string(q) + "/" + r.model, 0, 0,
+                         static_cast<int>(q)});
+    }
+  }
+}
+
+std::atomic<bool> table_started{false};
+
 }  // namespace
 
 state::state() {
@@ -161,11 +222,41 @@ state::state() {
 #endif
   for (int h = 0; h < max_host_devices; ++h)
     table.push_back({device_kind::host, h, "host:" + std::to_string(h), 0, 0});
+  remote_base = gpu_count + max_host_devices;
+  if (dist::spans_processes()) add_remote_devices(*this);
 }
 
 state& get() {
-  static state* s = new state();  // leaked on purpose, see state.hpp
+  static state* s = [] {
+    table_started.store(true);
+    return new state();  // leaked on purpose, see state.hpp
+  }();
   return *s;
+}
+
+bool table_built() { return table_started.load(); }
+
+bool is_remote(int device_id) { return device_id >= get().remote_base; }
+
+bool is_shared(int device_id) {
+  if (!dist::spans_processes()) return false;
+  const state& s = get();
+  return device_id >= s.remote_base || (device_id >= s.shared_lo && device_id < s.shared_hi);
+}
+
+bool crosses_ranks(const int* devices, std::size_t n, const char* what) {
+  if (!dist::spans_processes()) return false;
+  std::size_t shared = 0;
+  for (std::size_t i = 0; i < n; ++i) shared += is_shared(devices[i]) ? 1 : 0;
+  if (shared != 0 && shared != n) {
+    std::string list;
+    for (std::size_t i = 0; i < n; ++i) list += (i ? ", " : "") + Device(devices[i]).name();
+    throw distributed_error("tessera: " + std::string(what) + " over [" + list +
+                            "] mixes devices of devices() (shared by all ranks) with rank-private devices (local "
+                            "devices outside devices(), a different one on each rank); use devices from devices() "
+                            "only, or private ones only");
+  }
+  return shared != 0;
 }
 
 #if TESSERA_HAS_CUDA
@@ -202,6 +293,8 @@ int device_count() {
 
 const device_info& info(int device_id) {
   const state& s = get();
+  if (device_id >= s.remote_base && device_id < static_cast<int>(s.table.size()))
+    return s.table[static_cast<std::size_t>(device_id)];
   if (device_id < 0 || device_id >= s.gpu_count + s.host_count.load(std::memory_order_acquire))
     throw_bad_device(device_id);
   return s.table[static_cast<std::size_t>(device_id)];
@@ -295,9 +388,12 @@ void check_launch(int device_id, int shard, const char* what) {
 
 device_kind Device::kind() const { return detail::rt::info(id_).kind; }
 int Device::ordinal() const { return detail::rt::info(id_).ordinal; }
+int Device::rank() const { return detail::rt::info(id_).rank; }
 std::string Device::name() const {
   const auto& i = detail::rt::info(id_);
-  return (i.kind == device_kind::cuda ? "cuda:" : "host:") + std::to_string(i.ordinal);
+  // Across processes every rank names a device the same way: its rank, then its local name.
+  const std::string prefix = detail::dist::spans_processes() ? "rank" + std::to_string(i.rank) + "/" : "";
+  return prefix + (i.kind == device_kind::cuda ? "cuda:" : "host:") + std::to_string(i.ordinal);
 }
 
 DeviceSet devices() { return detail::rt::default_devices().set; }

@@ -20,12 +20,29 @@ struct device_info {
   std::string name;         // "cuda:0 (NVIDIA H200)" / "host:0"
   int sm_count;             // 0 on host devices
   std::size_t l2_bytes;     // 0 on host devices
+  int rank = 0;             // the process holding it (distributed::rank(); 0 in one process)
 };
 
 // True when this library was built with CUDA support.
 bool built_with_cuda();
 // Number of entries in the device table (GPUs + host devices created so far).
 int device_count();
+// Whether the device table exists (the first Tessera call builds it; distributed::init must come
+// before).
+bool table_built();
+// True for a device of another process (rank): its shards are computed there, never here. Its
+// parts get address space without memory (PROT_NONE: touching one faults), the shard loop skips
+// it, and host transfers and copies involving it are messages between ranks (docs/distributed.md).
+bool is_remote(int device_id);
+// Across processes, the devices of devices() (this rank's default devices and every remote one)
+// are shared: every rank knows them by the same place in that list. Local devices outside it
+// (host_devices(n) beyond the default count, say) are rank-private: each rank has its own, and
+// work on them involves no other rank. Always false in one process.
+bool is_shared(int device_id);
+// Whether an operation over these devices involves other ranks (some device is shared); throws
+// distributed_error, naming `what`, when shared and rank-private devices are mixed, which would
+// mean a different device on each rank.
+bool crosses_ranks(const int* devices, std::size_t n, const char* what);
 // Host devices are created on demand up to this many (host_devices(n) with n above it throws).
 inline constexpr int max_host_devices = 64;
 // The entry of a device; throws invalid_argument for an id outside the table. Lock-free: the
@@ -68,6 +85,11 @@ struct result_slot {
 inline constexpr std::size_t result_slot_bytes = 64;
 result_slot mapped_result(int device_id);
 unsigned* block_counter(int device_id);
+
+// Reads the full-reduction results of `n` devices into `out` (`bytes` each, in order): each of
+// this rank's devices after waiting for its stream, from its mapped slot; the others' from their
+// ranks (one exchange). The same values on every rank; collective when the devices span ranks.
+void read_results(const int* devices, std::size_t n, void* out, std::size_t bytes);
 
 // One allocation on one device. `host_touched` records that host code may have pulled pages
 // of a unified buffer to the host; the next launch that reads or writes it prefetches it back.
@@ -147,10 +169,14 @@ void run_shards(const shard_launch* shards, std::size_t count, bool sequential);
 // Copies `bytes` of contiguous memory from one device to another (or within one), ordered
 // after the work queued on both: host devices with memcpy, GPU <-> host device through the
 // staging buffers below (waits), GPU <-> GPU with a peer copy on the destination's stream (the
-// host does not wait).
+// host does not wait). Between ranks: a message from the source's rank to the destination's
+// (both wait; every rank calls it, the others return at once).
 void copy_between(int dst_device, void* dst, int src_device, const void* src, std::size_t bytes);
 
 // -- host transfers (through pinned staging buffers; each call waits for the copy) ------------
+// Across processes copy_to_host is collective: the device's rank broadcasts the rows, so every
+// rank reads the same global values (to_host, at, printing); copy_from_host writes only devices of
+// this rank (each rank fills its own parts from its own host values) and is a no-op for others.
 // Each GPU owns two pinned staging chunks of this size (allocated on its first transfer); a
 // larger transfer is split into chunks and double-buffered.
 inline constexpr std::size_t staging_chunk_bytes = std::size_t(16) << 20;

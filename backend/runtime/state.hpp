@@ -44,6 +44,11 @@ struct state {
   std::vector<device_info> table;
   std::atomic<int> host_count{0};
   std::vector<copy_path> paths;  // gpu_count * gpu_count, row = source device
+  // Other ranks' default devices follow this rank's host devices, from remote_base on; rank_devices[q]
+  // lists rank q's ids (empty for this rank and in one process). Filled in the constructor.
+  int remote_base = 0;
+  std::vector<std::vector<int>> rank_devices;
+  int shared_lo = 0, shared_hi = 0;  // this rank's default devices: ids [shared_lo, shared_hi)
 #if TESSERA_HAS_CUDA
   std::unique_ptr<gpu_state[]> gpus;
 #endif
@@ -88,6 +93,13 @@ void* pool_take(int device_id, std::size_t cls, memory kind);
 bool pool_give(int device_id, void* p, std::size_t cls, memory kind, bool host_touched) noexcept;
 void pool_mark_exact(int device_id, void* p);
 #endif
+// Host transfers of this rank's own devices only (transfer.cpp): what copy_to_host/copy_from_host
+// do in one process, without the broadcast between ranks; copy_between uses them.
+void local_copy_to_host(int device_id, void* dst, std::size_t dst_pitch, const void* src, std::size_t src_pitch,
+                        std::size_t width, std::size_t height);
+void local_copy_from_host(int device_id, void* dst, std::size_t dst_pitch, const void* src, std::size_t src_pitch,
+                          std::size_t width, std::size_t height);
+
 // The size class a GPU request of `bytes` is allocated with (bytes itself with the cache off).
 std::size_t pool_class(std::size_t bytes);
 // Frees a device's cached blocks; returns the bytes freed.

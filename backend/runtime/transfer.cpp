@@ -2,11 +2,13 @@
 // Host <-> device transfers of 2-D pitched regions. GPUs go through two pinned staging chunks
 // per device (the DMA engine only reaches full speed from pinned memory, and user buffers are
 // pageable), double-buffered so host-side packing overlaps the copy engine.
+#include <backend/comm/mpi.hpp>
 #include <backend/runtime/state.hpp>
 
 #include <algorithm>
 #include <cstring>
 #include <string>
+#include <vector>
 
 namespace tessera::detail::rt {
 namespace {
@@ -128,8 +130,8 @@ void host_to_gpu(int d, char* dst, std::size_t dst_pitch, const char* src, std::
 
 }  // namespace
 
-void copy_to_host(int device_id, void* dst, std::size_t dst_pitch, const void* src, std::size_t src_pitch,
-                  std::size_t width, std::size_t height) {
+void local_copy_to_host(int device_id, void* dst, std::size_t dst_pitch, const void* src, std::size_t src_pitch,
+                        std::size_t width, std::size_t height) {
   if (!normalize("copy_to_host", device_id, dst_pitch, src_pitch, width, height)) return;
 #if TESSERA_HAS_CUDA
   if (is_gpu(get(), device_id))
@@ -139,8 +141,8 @@ void copy_to_host(int device_id, void* dst, std::size_t dst_pitch, const void* s
   host_copy(static_cast<char*>(dst), dst_pitch, static_cast<const char*>(src), src_pitch, width, height);
 }
 
-void copy_from_host(int device_id, void* dst, std::size_t dst_pitch, const void* src, std::size_t src_pitch,
-                    std::size_t width, std::size_t height) {
+void local_copy_from_host(int device_id, void* dst, std::size_t dst_pitch, const void* src, std::size_t src_pitch,
+                          std::size_t width, std::size_t height) {
   if (!normalize("copy_from_host", device_id, dst_pitch, src_pitch, width, height)) return;
 #if TESSERA_HAS_CUDA
   if (is_gpu(get(), device_id))
@@ -148,6 +150,28 @@ void copy_from_host(int device_id, void* dst, std::size_t dst_pitch, const void*
                        height);
 #endif
   host_copy(static_cast<char*>(dst), dst_pitch, static_cast<const char*>(src), src_pitch, width, height);
+}
+
+void copy_to_host(int device_id, void* dst, std::size_t dst_pitch, const void* src, std::size_t src_pitch,
+                  std::size_t width, std::size_t height) {
+  if (!is_shared(device_id)) return local_copy_to_host(device_id, dst, dst_pitch, src, src_pitch, width, height);
+  if (!normalize("copy_to_host", device_id, dst_pitch, src_pitch, width, height)) return;
+  // Across processes: the owner reads its rows, then broadcasts them, packed when the host rows
+  // are not contiguous, so every rank holds the same values.
+  const bool mine = !is_remote(device_id);
+  if (mine) local_copy_to_host(device_id, dst, dst_pitch, src, src_pitch, width, height);
+  const int owner = info(device_id).rank;
+  if (height == 1) return dist::broadcast(dst, width, owner, "a host read (to_host, at)");
+  std::vector<char> packed(width * height);
+  if (mine) host_copy(packed.data(), width, static_cast<const char*>(dst), dst_pitch, width, height);
+  dist::broadcast(packed.data(), packed.size(), owner, "a host read (to_host, at)");
+  if (!mine) host_copy(static_cast<char*>(dst), dst_pitch, packed.data(), width, width, height);
+}
+
+void copy_from_host(int device_id, void* dst, std::size_t dst_pitch, const void* src, std::size_t src_pitch,
+                    std::size_t width, std::size_t height) {
+  if (is_remote(device_id)) return;  // its rank writes it, from its own host values
+  local_copy_from_host(device_id, dst, dst_pitch, src, src_pitch, width, height);
 }
 
 }  // namespace tessera::detail::rt

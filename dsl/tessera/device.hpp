@@ -18,8 +18,9 @@ class Device {
   constexpr explicit Device(int id) : id_(id) {}
   constexpr int id() const { return id_; }
   device_kind kind() const;
-  int ordinal() const;       // CUDA ordinal for GPUs, 0.. for host devices
-  std::string name() const;  // "cuda:1", "host:0"
+  int ordinal() const;       // CUDA ordinal for GPUs, 0.. for host devices (on its rank)
+  int rank() const;          // the process holding it (tessera/distributed.hpp; 0 in one process)
+  std::string name() const;  // "cuda:1", "host:0"; across processes "rank1/cuda:0"
   bool is_host() const { return kind() == device_kind::host; }
   friend constexpr bool operator==(Device a, Device b) { return a.id_ == b.id_; }
 
@@ -30,7 +31,8 @@ class Device {
 using DeviceSet = std::vector<Device>;
 
 // The default device set: every visible GPU, or TESSERA_HOST_DEVICES host devices (default 1)
-// when there is none. TESSERA_BACKEND=host|cuda forces one.
+// when there is none. TESSERA_BACKEND=host|cuda forces one. Across processes
+// (tessera/distributed.hpp): every rank's default devices, in rank order.
 DeviceSet devices();
 // n host devices (always available, whatever the backend), for tests and host-side work.
 DeviceSet host_devices(int n);

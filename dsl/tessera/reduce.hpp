@@ -17,6 +17,7 @@
 #include <cmath>
 #include <cstring>
 #include <limits>
+#include <memory>
 #include <string>
 #include <type_traits>
 #include <vector>
@@ -80,13 +81,14 @@ Acc reduce_node(const Node& node, Map map, Op op, Acc init) {
   std::erase_if(jobs, [](const auto& j) { return j.n == 0; });  // an empty shard adds init
   for (auto& j : jobs) j.task.result = static_cast<Acc*>(rt::mapped_result(j.device.id()).device);
   execute(jobs);
+  // Each device's stream only; across processes, other ranks' partials arrive in one exchange and
+  // every rank folds them all in shard order (the same bits as one process).
+  std::vector<int> ids;
+  for (auto& j : jobs) ids.push_back(j.device.id());
+  auto partials = std::make_unique<Acc[]>(jobs.size());  // not std::vector: vector<bool> is packed
+  rt::read_results(ids.data(), ids.size(), partials.get(), sizeof(Acc));
   H total = static_cast<H>(init);
-  for (auto& j : jobs) {
-    rt::synchronize_device(j.device.id());  // this device's stream only
-    Acc v;
-    std::memcpy(&v, rt::mapped_result(j.device.id()).host, sizeof(Acc));
-    total = static_cast<H>(op(total, static_cast<H>(v)));
-  }
+  for (std::size_t i = 0; i < jobs.size(); ++i) total = static_cast<H>(op(total, static_cast<H>(partials[i])));
   return static_cast<Acc>(total);
 }
 

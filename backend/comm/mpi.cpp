@@ -1,0 +1,470 @@
+// SPDX-License-Identifier: Apache-2.0
+// Tessera across processes: tessera::distributed (init, finalize, rank, size, ...) and the byte
+// collectives of mpi.hpp. The only file with MPI_* calls. Built without MPI (TESSERA_HAS_MPI=0) it
+// is the one-rank version of the same functions, so the rest of the library never tests for MPI.
+//
+// Every wait polls its request with a deadline instead of blocking inside MPI: a blocking call
+// whose peer died or called something else never returns, which is the hang the issue forbids.
+// A collective that cannot be cancelled is left behind, and the layer is marked broken.
+#include <backend/comm/mpi.hpp>
+#include <backend/runtime/runtime.hpp>
+#include <tessera/distributed.hpp>
+
+#include <algorithm>
+#include <chrono>
+#include <cstdlib>
+#include <cstring>
+#include <filesystem>
+#include <limits>
+#include <mutex>
+#include <string>
+#include <thread>
+#include <vector>
+
+#ifndef TESSERA_HAS_MPI
+#define TESSERA_HAS_MPI 0
+#endif
+#if TESSERA_HAS_MPI
+#include <mpi.h>
+#endif
+
+namespace tessera::detail::dist {
+namespace {
+
+struct layer {
+  std::mutex m;  // MPI is initialized as MPI_THREAD_SERIALIZED: one Tessera call in MPI at a time
+  bool initialized = false;
+  bool finalized = false;
+  bool started_mpi = false;  // init() called MPI_Init (so finalize() ends it)
+  bool spans = false;        // size > 1, read without the lock on hot paths
+  int rank = 0, size = 1, local_rank = 0, local_size = 1;
+  double timeout_s = 300;
+  std::string broken;  // why the layer stopped (a timeout, an MPI error); empty while healthy
+#if TESSERA_HAS_MPI
+  MPI_Comm comm = MPI_COMM_NULL;  // a duplicate of MPI_COMM_WORLD: our messages only
+#endif
+};
+
+layer& lay() {
+  static layer* l = new layer();  // leaked like the runtime's state: atexit handlers may use it
+  return *l;
+}
+
+[[maybe_unused]] std::string rank_prefix() { return "tessera (rank " + std::to_string(lay().rank) + "): "; }
+
+// Checks that the layer can take a collective call; the caller holds the lock.
+[[maybe_unused]] void require_live(const char* what) {
+  layer& l = lay();
+  if (!l.broken.empty()) {
+    throw distributed_error(rank_prefix() + what + " not started: an earlier distributed operation failed (" +
+                            l.broken + "); the job cannot continue (finalize() aborts it)");
+  }
+  if (l.finalized) {
+    throw distributed_error(rank_prefix() + what +
+                            " called after distributed::finalize(); arrays spanning processes cannot be used "
+                            "once the layer has ended");
+  }
+}
+
+double env_timeout() {
+  const char* v = std::getenv("TESSERA_MPI_TIMEOUT");
+  if (v == nullptr || *v == '\0') return 300;
+  char* end = nullptr;
+  const double t = std::strtod(v, &end);
+  if (*end != '\0' || t < 0) {
+    throw invalid_argument(std::string("tessera: TESSERA_MPI_TIMEOUT=") + v +
+                           " is not a number of seconds; expected a value >= 0 (0: wait forever)");
+  }
+  return t;
+}
+
+// Under a launcher, the environment names the job's size; without one we are a single process.
+bool launched() {
+  if (const char* force = std::getenv("TESSERA_MPI"); force != nullptr && *force != '\0')
+    return std::strcmp(force, "0") != 0;
+  for (const char* v : {"OMPI_COMM_WORLD_SIZE", "PMI_SIZE", "PMIX_RANK", "MPI_LOCALNRANKS"})
+    if (std::getenv(v) != nullptr) return true;
+  return false;
+}
+
+// The GPUs this process could see, without initializing CUDA (which would freeze the selection):
+// the entries of CUDA_VISIBLE_DEVICES when set, else one per GPU the driver lists.
+std::vector<std::string> visible_gpus() {
+  std::vector<std::string> out;
+  if (const char* v = std::getenv("CUDA_VISIBLE_DEVICES")) {
+    std::string s = v;
+    std::size_t at = 0;
+    while (at <= s.size() && !s.empty()) {
+      const std::size_t comma = std::min(s.find(',', at), s.size());
+      if (comma > at) out.push_back(s.substr(at, comma - at));
+      at = comma + 1;
+    }
+    return out;
+  }
+  std::error_code ec;
+  int n = 0;
+  for (auto it = std::filesystem::directory_iterator("/proc/driver/nvidia/gpus", ec);
+       !ec && it != std::filesystem::directory_iterator(); it.increment(ec))
+    ++n;
+  for (int i = 0; i < n; ++i) out.push_back(std::to_string(i));
+  return out;
+}
+
+// Gives this rank its share of the node's GPUs: a balanced block of them when there are at least
+// as many GPUs as ranks on the node (several GPUs per rank allowed), else GPU local_rank % count.
+void select_gpus(int local_rank, int local_size) {
+  if (!rt::built_with_cuda() || local_size < 2) return;  // alone on its node: every GPU is its own
+  if (const char* sel = std::getenv("TESSERA_GPU_SELECT"); sel != nullptr && std::strcmp(sel, "none") == 0) return;
+  const std::vector<std::string> gpus = visible_gpus();
+  const int g = static_cast<int>(gpus.size());
+  if (g == 0) return;
+  int lo = local_rank % g, hi = lo + 1;
+  if (g >= local_size) {
+    lo = static_cast<int>(static_cast<long>(local_rank) * g / local_size);
+    hi = static_cast<int>(static_cast<long>(local_rank + 1) * g / local_size);
+  }
+  std::string list;
+  for (int i = lo; i < hi; ++i) list += (i > lo ? "," : "") + gpus[static_cast<std::size_t>(i)];
+  setenv("CUDA_VISIBLE_DEVICES", list.c_str(), 1);
+}
+
+void finalize_at_exit() { tessera::distributed::finalize(); }
+
+#if TESSERA_HAS_MPI
+constexpr int tag_p2p = 7;
+constexpr std::size_t max_message = std::size_t(1) << 30;  // MPI counts are int: chunks of 1 GiB
+
+std::string mpi_error_text(int rc) {
+  char text[MPI_MAX_ERROR_STRING];
+  int len = 0;
+  if (MPI_Error_string(rc, text, &len) != MPI_SUCCESS) return "MPI error " + std::to_string(rc);
+  return std::string(text, static_cast<std::size_t>(len));
+}
+
+void check(int rc, const char* call, const std::string& what) {
+  if (rc == MPI_SUCCESS) return;
+  layer& l = lay();
+  l.broken = std::string(call) + " failed in " + what + ": " + mpi_error_text(rc);
+  throw distributed_error(rank_prefix() + l.broken);
+}
+
+// Waits for a request, polling, until the deadline; on timeout the layer is broken (an MPI
+// collective cannot be cancelled) and every later call says so.
+void wait(MPI_Request& req, MPI_Status* status, const std::string& what, int peer = -1) {
+  layer& l = lay();
+  const auto start = std::chrono::steady_clock::now();
+  for (unsigned spins = 0;; ++spins) {
+    int done = 0;
+    check(MPI_Test(&req, &done, status), "MPI_Test", what);
+    if (done) return;
+    const double waited = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+    if (l.timeout_s > 0 && waited > l.timeout_s) {
+      l.broken = what + " did not complete within " + std::to_string(static_cast<int>(l.timeout_s)) + " s" +
+                 (peer >= 0 ? " (waiting for rank " + std::to_string(peer) + ")" : "") +
+                 ": a peer rank died, hangs, or made a different call (every rank must make the same Tessera calls "
+                 "in the same order); TESSERA_MPI_TIMEOUT sets the limit";
+      throw distributed_error(rank_prefix() + l.broken);
+    }
+    if (spins > 64) std::this_thread::sleep_for(std::chrono::microseconds(spins > 20000 ? 500 : 10));
+  }
+}
+
+int as_count(std::size_t bytes, const std::string& what) {
+  if (bytes > static_cast<std::size_t>(std::numeric_limits<int>::max())) {
+    throw distributed_error(rank_prefix() + what + " moves " + std::to_string(bytes) +
+                            " bytes in one MPI call; this first version supports at most 2^31 - 1 bytes per rank");
+  }
+  return static_cast<int>(bytes);
+}
+#endif
+
+}  // namespace
+
+bool spans_processes() { return lay().spans; }
+int world_rank() { return lay().rank; }
+int world_size() { return lay().size; }
+
+void require_init(const char* what) {
+  if (!lay().initialized) {
+    throw distributed_error(std::string("tessera: ") + what +
+                            " called before tessera::distributed::init(); call init(argc, argv) (or create a "
+                            "distributed::session) first, on every rank");
+  }
+}
+
+#if TESSERA_HAS_MPI
+
+void agree(const char* what, std::uint64_t size) {
+  layer& l = lay();
+  if (!l.spans) return;
+  std::lock_guard<std::mutex> lock(l.m);
+  require_live(what);
+  struct call_record {
+    char what[56];
+    std::uint64_t size;
+  };
+  call_record mine{};
+  std::strncpy(mine.what, what, sizeof mine.what - 1);
+  mine.size = size;
+  std::vector<call_record> all(static_cast<std::size_t>(l.size));
+  MPI_Request req;
+  const std::string name = std::string("the consistency check of ") + what;
+  check(MPI_Iallgather(&mine, sizeof mine, MPI_BYTE, all.data(), sizeof mine, MPI_BYTE, l.comm, &req),
+        "MPI_Iallgather", name);
+  wait(req, MPI_STATUS_IGNORE, name);
+  bool same = true;
+  for (const call_record& r : all) same = same && std::strcmp(r.what, mine.what) == 0 && r.size == mine.size;
+  if (same) return;
+  std::string calls;
+  for (std::size_t q = 0; q < all.size(); ++q) {
+    calls += (q ? "; rank " : "rank ") + std::to_string(q) + ": " + all[q].what + " (" + std::to_string(all[q].size) +
+             ")";
+  }
+  // Every rank saw the same records, so every rank throws here and the layer stays usable.
+  throw distributed_error(rank_prefix() + "ranks made different calls: " + calls +
+                          "; every rank must make the same Tessera calls, with the same sizes, in the same order");
+}
+
+std::vector<std::vector<device_record>> exchange_devices(const std::vector<device_record>& mine) {
+  layer& l = lay();
+  std::vector<std::vector<device_record>> all(static_cast<std::size_t>(l.size));
+  if (!l.spans) {
+    all[0] = mine;
+    return all;
+  }
+  agree("device table exchange", 0);
+  std::lock_guard<std::mutex> lock(l.m);
+  const std::string what = "the device table exchange";
+  const int count = static_cast<int>(mine.size() * sizeof(device_record));
+  std::vector<int> counts(static_cast<std::size_t>(l.size)), displs(static_cast<std::size_t>(l.size));
+  MPI_Request req;
+  check(MPI_Iallgather(&count, 1, MPI_INT, counts.data(), 1, MPI_INT, l.comm, &req), "MPI_Iallgather", what);
+  wait(req, MPI_STATUS_IGNORE, what);
+  int total = 0;
+  for (int q = 0; q < l.size; ++q) {
+    displs[static_cast<std::size_t>(q)] = total;
+    total += counts[static_cast<std::size_t>(q)];
+  }
+  std::vector<device_record> flat(static_cast<std::size_t>(total) / sizeof(device_record));
+  check(MPI_Iallgatherv(mine.data(), count, MPI_BYTE, flat.data(), counts.data(), displs.data(), MPI_BYTE, l.comm,
+                        &req),
+        "MPI_Iallgatherv", what);
+  wait(req, MPI_STATUS_IGNORE, what);
+  for (int q = 0; q < l.size; ++q) {
+    const std::size_t first = static_cast<std::size_t>(displs[static_cast<std::size_t>(q)]) / sizeof(device_record);
+    const std::size_t n = static_cast<std::size_t>(counts[static_cast<std::size_t>(q)]) / sizeof(device_record);
+    all[static_cast<std::size_t>(q)].assign(flat.begin() + static_cast<std::ptrdiff_t>(first),
+                                            flat.begin() + static_cast<std::ptrdiff_t>(first + n));
+  }
+  return all;
+}
+
+void broadcast(void* data, std::size_t bytes, int root, const char* what) {
+  layer& l = lay();
+  if (!l.spans) return;
+  agree(what, bytes);
+  std::lock_guard<std::mutex> lock(l.m);
+  for (std::size_t at = 0; at < bytes; at += max_message) {
+    const int n = static_cast<int>(std::min(max_message, bytes - at));
+    MPI_Request req;
+    check(MPI_Ibcast(static_cast<char*>(data) + at, n, MPI_BYTE, root, l.comm, &req), "MPI_Ibcast", what);
+    wait(req, MPI_STATUS_IGNORE, what, root);
+  }
+}
+
+void share_blocks(void* data, std::size_t n, std::size_t bytes, const int* owner, const char* what) {
+  layer& l = lay();
+  if (!l.spans || n == 0 || bytes == 0) return;
+  agree(what, n * bytes);
+  std::lock_guard<std::mutex> lock(l.m);
+  const auto P = static_cast<std::size_t>(l.size);
+  std::vector<std::size_t> per_rank(P, 0);
+  for (std::size_t i = 0; i < n; ++i) ++per_rank[static_cast<std::size_t>(owner[i])];
+  std::vector<int> counts(P), displs(P);
+  std::size_t total = 0;
+  for (std::size_t q = 0; q < P; ++q) {
+    counts[q] = as_count(per_rank[q] * bytes, what);
+    displs[q] = as_count(total, what);
+    total += per_rank[q] * bytes;
+  }
+  (void)as_count(total, what);
+  // Blocks travel grouped by owner, each group in block order; every rank knows the owners, so
+  // every rank unpacks them to the same places.
+  auto* base = static_cast<char*>(data);
+  std::vector<char> mine(per_rank[static_cast<std::size_t>(l.rank)] * bytes), all(total);
+  for (std::size_t i = 0, k = 0; i < n; ++i)
+    if (owner[i] == l.rank) std::memcpy(mine.data() + (k++) * bytes, base + i * bytes, bytes);
+  MPI_Request req;
+  check(MPI_Iallgatherv(mine.data(), static_cast<int>(mine.size()), MPI_BYTE, all.data(), counts.data(),
+                        displs.data(), MPI_BYTE, l.comm, &req),
+        "MPI_Iallgatherv", what);
+  wait(req, MPI_STATUS_IGNORE, what);
+  std::vector<std::size_t> next(P);
+  for (std::size_t q = 0; q < P; ++q) next[q] = static_cast<std::size_t>(displs[q]);
+  for (std::size_t i = 0; i < n; ++i) {
+    std::size_t& at = next[static_cast<std::size_t>(owner[i])];
+    if (owner[i] != l.rank) std::memcpy(base + i * bytes, all.data() + at, bytes);
+    at += bytes;
+  }
+}
+
+void send(const void* data, std::size_t bytes, int to, const char* what) {
+  layer& l = lay();
+  std::lock_guard<std::mutex> lock(l.m);
+  require_live(what);
+  for (std::size_t at = 0; at < bytes; at += max_message) {
+    const int n = static_cast<int>(std::min(max_message, bytes - at));
+    MPI_Request req;
+    check(MPI_Isend(static_cast<const char*>(data) + at, n, MPI_BYTE, to, tag_p2p, l.comm, &req), "MPI_Isend", what);
+    wait(req, MPI_STATUS_IGNORE, what, to);
+  }
+}
+
+void recv(void* data, std::size_t bytes, int from, const char* what) {
+  layer& l = lay();
+  std::lock_guard<std::mutex> lock(l.m);
+  require_live(what);
+  for (std::size_t at = 0; at < bytes; at += max_message) {
+    const int n = static_cast<int>(std::min(max_message, bytes - at));
+    MPI_Request req;
+    MPI_Status status;
+    check(MPI_Irecv(static_cast<char*>(data) + at, n, MPI_BYTE, from, tag_p2p, l.comm, &req), "MPI_Irecv", what);
+    wait(req, &status, what, from);
+    int got = 0;
+    check(MPI_Get_count(&status, MPI_BYTE, &got), "MPI_Get_count", what);
+    if (got != n) {
+      l.broken = std::string(what) + ": rank " + std::to_string(from) + " sent " + std::to_string(got) +
+                 " bytes where " + std::to_string(n) + " were expected (mismatched calls)";
+      throw distributed_error(rank_prefix() + l.broken);
+    }
+  }
+}
+
+#else  // one rank of one: nothing to exchange
+
+void agree(const char*, std::uint64_t) {}
+std::vector<std::vector<device_record>> exchange_devices(const std::vector<device_record>& mine) { return {mine}; }
+void broadcast(void*, std::size_t, int, const char*) {}
+void share_blocks(void*, std::size_t, std::size_t, const int*, const char*) {}
+void send(const void*, std::size_t, int to, const char* what) {
+  throw distributed_error(std::string("tessera: ") + what + ": no rank " + std::to_string(to) +
+                          " (this Tessera was built without MPI)");
+}
+void recv(void*, std::size_t, int from, const char* what) {
+  throw distributed_error(std::string("tessera: ") + what + ": no rank " + std::to_string(from) +
+                          " (this Tessera was built without MPI)");
+}
+
+#endif
+
+}  // namespace tessera::detail::dist
+
+// -- public API (tessera/distributed.hpp) ------------------------------------------------------
+
+namespace tessera::distributed {
+
+using detail::dist::lay;
+
+bool built_with_mpi() { return TESSERA_HAS_MPI != 0; }
+
+void init() {
+  int argc = 0;
+  char** argv = nullptr;
+  init(argc, argv);
+}
+
+void init(int& argc, char**& argv) {
+  auto& l = lay();
+  std::unique_lock<std::mutex> lock(l.m);
+  if (l.initialized) return;
+  if (l.finalized) {
+    throw distributed_error("tessera: distributed::init() after finalize(); MPI cannot be started twice");
+  }
+  if (detail::rt::table_built()) {
+    throw distributed_error(
+        "tessera: distributed::init() must come before any other Tessera call: the device table was already "
+        "built for this process alone (and CUDA started before this rank could choose its GPUs)");
+  }
+  l.timeout_s = detail::dist::env_timeout();
+#if TESSERA_HAS_MPI
+  if (detail::dist::launched()) {
+    int already = 0;
+    MPI_Initialized(&already);
+    if (!already) {
+      int provided = 0;
+      if (MPI_Init_thread(&argc, &argv, MPI_THREAD_SERIALIZED, &provided) != MPI_SUCCESS)
+        throw distributed_error("tessera: MPI_Init_thread failed");
+      l.started_mpi = true;
+    }
+    const std::string what = "distributed::init";
+    detail::dist::check(MPI_Comm_dup(MPI_COMM_WORLD, &l.comm), "MPI_Comm_dup", what);
+    MPI_Comm_set_errhandler(l.comm, MPI_ERRORS_RETURN);
+    detail::dist::check(MPI_Comm_rank(l.comm, &l.rank), "MPI_Comm_rank", what);
+    detail::dist::check(MPI_Comm_size(l.comm, &l.size), "MPI_Comm_size", what);
+    MPI_Comm node = MPI_COMM_NULL;
+    detail::dist::check(MPI_Comm_split_type(l.comm, MPI_COMM_TYPE_SHARED, l.rank, MPI_INFO_NULL, &node),
+                        "MPI_Comm_split_type", what);
+    detail::dist::check(MPI_Comm_rank(node, &l.local_rank), "MPI_Comm_rank", what);
+    detail::dist::check(MPI_Comm_size(node, &l.local_size), "MPI_Comm_size", what);
+    MPI_Comm_free(&node);
+    l.spans = l.size > 1;
+  }
+#endif
+  (void)argc, (void)argv;
+  detail::dist::select_gpus(l.local_rank, l.local_size);
+  l.initialized = true;
+  std::atexit(detail::dist::finalize_at_exit);
+  lock.unlock();
+  // Built now, on every rank at once: the table exchange is a collective call.
+  (void)detail::rt::device_count();
+}
+
+void finalize() {
+  auto& l = lay();
+  std::lock_guard<std::mutex> lock(l.m);
+  if (!l.initialized) return;
+  l.initialized = false;
+  l.finalized = true;
+#if TESSERA_HAS_MPI
+  if (l.comm != MPI_COMM_NULL && !l.broken.empty()) {
+    // A peer may be waiting forever in a collective we abandoned: end the whole job.
+    MPI_Abort(l.comm, 1);
+  }
+  if (l.comm != MPI_COMM_NULL) MPI_Comm_free(&l.comm);
+  if (l.started_mpi) {
+    int done = 0;
+    MPI_Finalized(&done);
+    if (!done) MPI_Finalize();
+  }
+#endif
+}
+
+bool initialized() { return lay().initialized; }
+
+int rank() {
+  detail::dist::require_init("tessera::distributed::rank()");
+  return lay().rank;
+}
+int size() {
+  detail::dist::require_init("tessera::distributed::size()");
+  return lay().size;
+}
+int local_rank() {
+  detail::dist::require_init("tessera::distributed::local_rank()");
+  return lay().local_rank;
+}
+int local_size() {
+  detail::dist::require_init("tessera::distributed::local_size()");
+  return lay().local_size;
+}
+
+bool is_local(Device d) { return !detail::rt::is_remote(d.id()); }
+
+DeviceSet local_devices() {
+  DeviceSet out;
+  for (Device d : devices())
+    if (is_local(d)) out.push_back(d);
+  return out;
+}
+
+}  // namespace tessera::distributed

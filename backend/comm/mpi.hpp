@@ -1,0 +1,53 @@
+// SPDX-License-Identifier: Apache-2.0
+// The layer between processes, as the runtime and the collectives see it: rank, size, and a few
+// byte-moving collectives over Tessera's own communicator (a duplicate of MPI_COMM_WORLD, so user
+// messages never match ours). Includes no MPI header: mpi.cpp holds every MPI_* call, and without
+// MPI in the build it compiles to one rank of one (every function below is then trivial).
+//
+// Every function marked "collective" must be called by every rank, in the same order: Tessera
+// programs are SPMD, so the dsl layer calls them from the same place on every rank. Waits poll
+// with a deadline (TESSERA_MPI_TIMEOUT seconds, default 300, 0: none): a peer that never comes
+// gives a distributed_error instead of a hang, and the layer is then marked broken (later calls
+// throw at once; finalize() aborts the job so that no rank waits forever).
+#pragma once
+#include <cstddef>
+#include <cstdint>
+#include <string>
+#include <vector>
+
+namespace tessera::detail::dist {
+
+// True when more than one rank takes part. A plain load: the runtime asks on hot paths.
+bool spans_processes();
+// This rank and the number of ranks (0 and 1 outside a launched, initialized job).
+int world_rank();
+int world_size();
+
+// One device of a rank's default set, as the other ranks learn it at start-up.
+struct device_record {
+  int kind;        // device_kind
+  int ordinal;     // CUDA ordinal or host device index on its rank
+  char model[56];  // "NVIDIA H200", "" for host devices
+};
+// Every rank's records, indexed by rank (this rank's included). Collective.
+std::vector<std::vector<device_record>> exchange_devices(const std::vector<device_record>& mine);
+
+// Checks that every rank makes the same call: `what` and `size` are compared across ranks, and a
+// difference throws distributed_error on every rank, naming what each rank called. Collective;
+// a no-op on one rank. Every function below except send/recv calls it first.
+void agree(const char* what, std::uint64_t size);
+
+// `bytes` at `data` on `root` go to every rank. Collective.
+void broadcast(void* data, std::size_t bytes, int root, const char* what);
+// `n` blocks of `bytes` at `data`: block i is valid on rank owner[i] before the call, on every
+// rank after it. Collective.
+void share_blocks(void* data, std::size_t n, std::size_t bytes, const int* owner, const char* what);
+// Point to point between two ranks, matched in program order (both sides name each other).
+// The receiver checks the size, so a mismatched pair is named rather than truncated.
+void send(const void* data, std::size_t bytes, int to, const char* what);
+void recv(void* data, std::size_t bytes, int from, const char* what);
+
+// Throws distributed_error when init() did not run, naming the function that needed it.
+void require_init(const char* what);
+
+}  // namespace tessera::detail::dist
