@@ -17,6 +17,26 @@ as_root() {
   fi
 }
 
+# optional_packages LABEL CHECK WITHOUT PACKAGES...: installs PACKAGES through apt-get when the
+# function CHECK fails; WITHOUT says what the build lacks when that is not possible.
+optional_packages() {
+  local label=$1 check=$2 without=$3
+  shift 3
+  if "$check"; then
+    say "$label: found"
+  elif command -v apt-get >/dev/null 2>&1 && as_root true; then
+    say "$label: missing, installing it: apt-get install -y $*"
+    if { [ -n "$(ls /var/lib/apt/lists/ 2>/dev/null | grep -v lock)" ] || as_root apt-get update -qq; } &&
+       as_root env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq "$@"; then
+      say "$label: installed"
+    else
+      say "$label: apt-get failed (offline?); $without"
+    fi
+  else
+    say "$label: missing (install $*); $without"
+  fi
+}
+
 ensure_tools() {
   if ! command -v cmake >/dev/null 2>&1; then
     say "error: cmake is not installed; install cmake >= 3.24 (apt-get install cmake, or pip install cmake)"
@@ -36,36 +56,16 @@ ensure_tools() {
     say "doctest: missing and apt-get is not usable here (needs root or passwordless sudo);"
     say "  install doctest and pass its location, e.g. CMAKE_ARGS=-Ddoctest_DIR=/path/lib/cmake/doctest"
   fi
-  # OpenBLAS runs matrix products on host devices; without it CMake takes any CBLAS, else loops.
-  if compgen -G "/usr/lib/*/libopenblas.so" >/dev/null || compgen -G "/usr/lib/libopenblas.so" >/dev/null; then
-    say "OpenBLAS: found"
-  elif command -v apt-get >/dev/null 2>&1 && as_root true; then
-    say "OpenBLAS: missing, installing it: apt-get install -y libopenblas-dev"
-    if { [ -n "$(ls /var/lib/apt/lists/ 2>/dev/null | grep -v lock)" ] || as_root apt-get update -qq; } &&
-       as_root env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq libopenblas-dev; then
-      say "OpenBLAS: installed"
-    else
-      say "OpenBLAS: apt-get failed (offline?); host matrix products use another CBLAS or plain loops"
-    fi
-  else
-    say "OpenBLAS: missing (install libopenblas-dev); host matrix products use another CBLAS or plain loops"
-  fi
-  # OpenMPI runs one program across processes (docs/distributed.md); without it the build has one
-  # process only (TESSERA_ENABLE_MPI=AUTO finds nothing).
-  if command -v mpirun >/dev/null 2>&1 && { compgen -G "/usr/lib/*/openmpi/include/mpi.h" >/dev/null ||
-                                          [ -f /usr/include/mpi.h ] || command -v mpicxx >/dev/null 2>&1; }; then
-    say "MPI: found ($(mpirun --version 2>/dev/null | head -n1))"
-  elif command -v apt-get >/dev/null 2>&1 && as_root true; then
-    say "MPI: missing, installing it: apt-get install -y libopenmpi-dev openmpi-bin"
-    if { [ -n "$(ls /var/lib/apt/lists/ 2>/dev/null | grep -v lock)" ] || as_root apt-get update -qq; } &&
-       as_root env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq libopenmpi-dev openmpi-bin; then
-      say "MPI: installed"
-    else
-      say "MPI: apt-get failed (offline?); Tessera builds for one process (no mpirun tests)"
-    fi
-  else
-    say "MPI: missing (install libopenmpi-dev openmpi-bin); Tessera builds for one process"
-  fi
+  # Optional: without them the build still works, with less in it.
+  have_openblas() { compgen -G "/usr/lib/*/libopenblas.so" >/dev/null || compgen -G "/usr/lib/libopenblas.so" >/dev/null; }
+  have_mpi() {
+    command -v mpirun >/dev/null 2>&1 && { compgen -G "/usr/lib/*/openmpi/include/mpi.h" >/dev/null ||
+                                           [ -f /usr/include/mpi.h ] || command -v mpicxx >/dev/null 2>&1; }
+  }
+  have_dlpack() { [ -f /usr/include/dlpack/dlpack.h ] || [ -f /usr/local/include/dlpack/dlpack.h ]; }
+  optional_packages OpenBLAS have_openblas "host matrix products use another CBLAS or plain loops" libopenblas-dev
+  optional_packages MPI have_mpi "Tessera builds for one process (docs/distributed.md)" libopenmpi-dev openmpi-bin
+  optional_packages DLPack have_dlpack "to_dlpack/from_dlpack are left out" libdlpack-dev
   if command -v ninja >/dev/null 2>&1; then say "generator: Ninja"; else say "generator: Unix Makefiles (ninja not found)"; fi
   if command -v nvidia-smi >/dev/null 2>&1 && nvidia-smi -L 2>/dev/null | grep -q '^GPU '; then
     say "GPUs: $(nvidia-smi -L | grep -c '^GPU ') visible; programs run on them"
