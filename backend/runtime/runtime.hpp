@@ -157,14 +157,34 @@ struct shard_launch {
   void (*run)(const void* task, int device, int shard, bool host);
   const void* task;
 };
-// Host shards at least this large run on one thread each when several are launched with par.
+// Host shards at least this large run concurrently on the host thread pool when several are
+// launched with par.
 inline constexpr std::int64_t host_parallel_threshold = std::int64_t(1) << 16;
 // Runs the shards of one operation: GPU shards first, launched in order from this thread (each on
 // its device's stream, without waiting), so that every GPU is busy before the host works; then
-// host shards, the large ones concurrently on threads. With `sequential` (seq) every shard runs
-// alone and is waited for. Restores the caller's current CUDA device, and rethrows the first error
-// after every started shard has finished.
+// host shards, the large ones concurrently on the host thread pool. With `sequential` (seq) every
+// shard runs alone and is waited for. Restores the caller's current CUDA device, and rethrows the
+// first error after every started shard has finished.
 void run_shards(const shard_launch* shards, std::size_t count, bool sequential);
+
+// -- host threads ---------------------------------------------------------------------------
+// Within one host shard, work is split into chunks of this many elements (the last one shorter),
+// which run on the host thread pool when there are two or more. The chunks do not depend on the
+// thread count, and a full reduction folds each chunk on its own and combines the partials in
+// chunk order, so a host sum has the same bits whatever the thread count (docs/performance.md).
+inline constexpr std::int64_t host_chunk_elements = std::int64_t(1) << 16;
+inline constexpr int max_host_threads = 1024;
+// Threads that host work uses, the calling thread included: TESSERA_HOST_THREADS (read once; an
+// invalid value throws invalid_argument from every call that needs it), else the number of cores.
+int host_threads();
+// Uses n threads from now on (n <= 0: back to TESSERA_HOST_THREADS or the core count); for tests and
+// benchmarks. Throws invalid_argument when called while host work runs.
+void set_host_threads(int n);
+// Runs body(ctx, i) for every i in [0, count) on the host thread pool, the calling thread taking
+// part, and returns when every body has returned. Once a body throws, bodies not yet started are
+// skipped, and the exception of the lowest index that threw is rethrown here. Nested calls (from a
+// body) are allowed. One pool serves every caller: the threads in use stay at host_threads().
+void parallel_for(std::int64_t count, void (*body)(const void* ctx, std::int64_t i), const void* ctx);
 
 // Copies `bytes` of contiguous memory from one device to another (or within one), ordered
 // after the work queued on both: host devices with memcpy, GPU <-> host device through the
@@ -172,6 +192,10 @@ void run_shards(const shard_launch* shards, std::size_t count, bool sequential);
 // host does not wait). Between ranks: a message from the source's rank to the destination's
 // (both wait; every rank calls it, the others return at once).
 void copy_between(int dst_device, void* dst, int src_device, const void* src, std::size_t bytes);
+// The same for `height` rows of `width` bytes, `dst_pitch` / `src_pitch` bytes apart: one
+// cudaMemcpy3DPeerAsync between GPUs instead of a pack, a copy and an unpack.
+void copy_between_2d(int dst_device, void* dst, std::size_t dst_pitch, int src_device, const void* src,
+                     std::size_t src_pitch, std::size_t width, std::size_t height);
 
 // -- host transfers (through pinned staging buffers; each call waits for the copy) ------------
 // Across processes copy_to_host is collective: the device's rank broadcasts the rows, so every

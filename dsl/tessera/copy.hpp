@@ -56,6 +56,27 @@ std::shared_ptr<Layout<T, N>> contiguous_piece(const Shape<N>& shape, Device d, 
   return std::make_shared<Layout<T, N>>(allocate_layout<T, N>(g, memory::device));
 }
 
+// A piece as rows: `height` runs of `width` contiguous elements, `pitch` elements apart (its dims
+// contiguous up to some dimension, then at most one more dimension longer than 1).
+struct PieceRows {
+  index_t width = 0, height = 0, pitch = 0;
+  bool ok = false;
+};
+template <class T, int N>
+PieceRows rows_of(const Part<T, N>& p) {
+  index_t acc = 1;
+  int k = 0;
+  for (; k < N && (p.extent[k] == 1 || p.stride[k] == acc); ++k) acc *= p.extent[k];
+  if (k == N) return {acc, 1, acc, true};
+  int outer = -1;
+  for (int j = k; j < N; ++j) {
+    if (p.extent[j] == 1) continue;
+    if (outer >= 0) return {};
+    outer = j;
+  }
+  return {acc, p.extent[outer], p.stride[outer], p.stride[outer] >= acc};
+}
+
 // Moves the values of src's piece (a one-part layout) into dst's piece (same box, maybe another
 // device).
 template <class T, int N>
@@ -66,7 +87,20 @@ void move_piece(const std::shared_ptr<Layout<T, N>>& dst, const std::shared_ptr<
     assign_node(*dst, ArrayLeaf<T, N>{src}, par);
     return;
   }
-  // Between devices: contiguous blocks, packed and unpacked on their own devices where strided.
+  // Between devices: rows at a pitch on both sides (a block of a matrix) in one 2-D copy, within
+  // this process; otherwise contiguous blocks, packed and unpacked on their own devices.
+  const int pair[2] = {d.device.id(), s.device.id()};
+  const PieceRows dr = rows_of(d), sr = rows_of(s);
+  if (dr.ok && sr.ok && dr.width == sr.width && dr.height == sr.height && dr.height > 1 &&
+      !rt::crosses_ranks(pair, 2, "a copy between devices")) {
+    if (d.buf) rt::make_resident(*d.buf);
+    if (s.buf) rt::make_resident(*s.buf);
+    const auto bytes = sizeof(T);
+    rt::copy_between_2d(d.device.id(), d.ptr, static_cast<std::size_t>(dr.pitch) * bytes, s.device.id(), s.ptr,
+                        static_cast<std::size_t>(sr.pitch) * bytes, static_cast<std::size_t>(dr.width) * bytes,
+                        static_cast<std::size_t>(dr.height));
+    return;
+  }
   auto packed = s.contiguous() ? src : contiguous_piece<T, N>(src->shape, s.device, s.origin, s.extent);
   if (packed != src) assign_node(*packed, ArrayLeaf<T, N>{src}, par);
   auto landing = d.contiguous() ? dst : contiguous_piece<T, N>(dst->shape, d.device, d.origin, d.extent);
