@@ -43,6 +43,7 @@ std::vector<Combo> combos(const DeviceSet& ds, bool matrix_b) {
       {"A rows, B replicated", shard(0, ds), replicate(ds), {}},
       {"A columns, B rows (allreduce)", shard(1, ds), shard(0, ds), {}},
       {"A columns, B rows (reduce_scatter)", shard(1, ds), shard(0, ds), shard(matrix_b ? 1 : 0, ds)},
+      {"A columns, B rows (to one device)", shard(1, ds), shard(0, ds), on(ds.back())},
       {"A columns, B replicated", shard(1, ds), replicate(ds), {}},
       {"A replicated, B rows", replicate(ds), shard(0, ds), {}},
       {"both replicated", replicate(ds), replicate(ds), {}},
@@ -67,11 +68,13 @@ void check_products(const DeviceSet& ds, index_t m, index_t k, index_t n) {
         Array<T, 2> b = from_host(bv, {k, n}, c.b);
         Array<T, 2> got = matmul(a, b, c.result);
         CHECK(got.shape() == Shape<2>{m, n});
+        if (c.result.kind == Placement::kind_t::single) CHECK(got.devices() == DeviceSet{ds.back()});
         check_all_close(to_host(got), want_c, tol<T>(), tol<T>());
       } else {
         Array<T, 1> x = from_host(xv, {k}, c.b);
         Array<T, 1> got = matmul(a, x, c.result);
         CHECK(got.shape() == Shape<1>{m});
+        if (c.result.kind == Placement::kind_t::single) CHECK(got.devices() == DeviceSet{ds.back()});
         check_all_close(to_host(got), want_y, tol<T>(), tol<T>());
       }
     }
@@ -156,6 +159,14 @@ TEST_CASE("matmul refuses mismatched shapes and placements, leaving operands int
       const std::string rp = expect_error<invalid_argument>([&] { (void)matmul(a, x, replicate(ds)); });
       check_mentions(rp, {"sharded along dim 0", "Leave the placement out"});
       CHECK(matmul(a, x, shard(0, ds)).shard_dim() == 0);
+      // The inner dimension split over ds: the sum lands on one of ds, not elsewhere.
+      Array<float, 2> ak = from_host(random_values<float>(12), {3, 4}, shard(1, ds));
+      Array<float, 1> xk = from_host(random_values<float>(4), {4}, shard(0, ds));
+      const Device outside = ds[0].is_host() ? host_devices(static_cast<int>(ds.size()) + 1).back() : Device(-1);
+      if (outside.id() >= 0) {
+        check_mentions(expect_error<invalid_argument>([&] { (void)matmul(ak, xk, on(outside)); }),
+                       {"partial products live on", "copy(c, on(device))"});
+      }
     }
     check_equal(to_host(a), av);
   }

@@ -211,13 +211,21 @@ auto matmul_layouts(std::shared_ptr<const Layout<T, 2>> pa, std::shared_ptr<cons
       if (sb == split::dim0 && (qb->origin[0] != kblock[d].first || qb->extent[0] != kblock[d].second))
         product_mismatch(a0, b0, "A's column blocks and B's row blocks differ");
     }
-    if (!natural && !(result.kind == Placement::kind_t::replicate ||
+    if (!natural && !(result.kind == Placement::kind_t::replicate || result.kind == Placement::kind_t::single ||
                       (result.kind == Placement::kind_t::shard && result.dim == NB - 1))) {
       throw invalid_argument("tessera: matmul(A, B, placement) with a split inner dimension combines the partial "
-                             "products by allreduce (replicate()) or reduce-scatter (shard(" +
+                             "products by allreduce (replicate() or on(device)) or reduce-scatter (shard(" +
                              std::to_string(NB - 1) + ")); found another placement");
     }
-    if (!natural && !result.devices.empty() && result.devices != devs) {
+    if (result.kind == Placement::kind_t::single) {
+      bool computing = false;
+      for (Device d : devs) computing = computing || d == result.devices[0];
+      if (!computing) {
+        throw invalid_argument("tessera: matmul(A, B, on(" + result.devices[0].name() + ")): the partial products "
+                               "live on " + device_list(devs) + ", so the sum can land on one of those; move it "
+                               "afterwards with copy(c, on(device))");
+      }
+    } else if (!natural && !result.devices.empty() && result.devices != devs) {
       throw invalid_argument("tessera: matmul(A, B, placement): the partial products live on " + device_list(devs) +
                              "; the result's placement names " + device_list(result.devices));
     }
@@ -324,6 +332,14 @@ auto matmul_layouts(std::shared_ptr<const Layout<T, 2>> pa, std::shared_ptr<cons
   run_products<T, NB>(jobs);
   Out summed = result.kind == Placement::kind_t::shard ? reduce_scatter(partials, reduce_op::sum) : partials;
   if (result.kind != Placement::kind_t::shard) allreduce(summed, reduce_op::sum);
+  if (result.kind == Placement::kind_t::single) {
+    // on(d): d's replica of the allreduced sum (NCCL's reduce to one root would move as much on
+    // NVLink rings; the other replicas return to the memory cache here).
+    auto one = std::make_shared<Layout<T, NB>>(summed.layout());
+    std::erase_if(one->parts, [&](const auto& q) { return !(q.device == result.devices[0]); });
+    one->replicated = false;
+    summed = Out(std::shared_ptr<const Layout<T, NB>>(std::move(one)));
+  }
   if (mem == memory::device) return summed;
   // The partials lived in device memory; the result takes A's memory kind.
   Out c(std::make_shared<const Layout<T, NB>>(allocate_layout<T, NB>(geometry_of(summed.layout()), mem)));
