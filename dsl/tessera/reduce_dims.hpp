@@ -10,6 +10,7 @@
 #include <tessera/reduce.hpp>
 
 #include <array>
+#include <memory>
 #include <string>
 #include <type_traits>
 #include <vector>
@@ -74,9 +75,11 @@ DimsTask<Acc, H, E, Map, Op, R> dims_task(const ShardPlan<E, R>& plan, const std
   return t;
 }
 
+// The reduction itself, into a layout: Acc need not be an element type (argmax folds value-index
+// pairs, statistics.hpp), so the caller wraps the layout into an Array, or splits it.
 template <class Acc, class Node, class Map, class Op>
-Array<Acc, Node::rank> reduce_dims_node(const Node& node, const ReduceDims& dd, Map map, Op op, Acc init,
-                                        const char* what) {
+std::shared_ptr<const Layout<Acc, Node::rank>> reduce_dims_layout(const Node& node, const ReduceDims& dd, Map map,
+                                                                   Op op, Acc init, const char* what) {
   constexpr int R = Node::rank;
   using H = combine_t<Op, Acc>;
   using Task = DimsTask<Acc, H, eval_t<Node, R>, Map, Op, R>;
@@ -118,7 +121,13 @@ Array<Acc, Node::rank> reduce_dims_node(const Node& node, const ReduceDims& dd, 
   }
   execute(jobs);
   if (gather) combine_partials<Acc>(*gather, *out, k_out, op, init);
-  return Array<Acc, R>(std::move(out));
+  return out;
+}
+
+template <class Acc, class Node, class Map, class Op>
+Array<Acc, Node::rank> reduce_dims_node(const Node& node, const ReduceDims& dd, Map map, Op op, Acc init,
+                                        const char* what) {
+  return Array<Acc, Node::rank>(reduce_dims_layout<Acc>(node, dd, map, op, init, what));
 }
 
 template <class X>
@@ -161,21 +170,27 @@ auto all(X&& x, const ReduceDims& d) {
 }
 
 namespace detail {
+// Reductions without an identity (maximum, argmax...) throw when some output would fold nothing:
+// a reduced dimension is empty while the kept ones are not (Julia: "collection slices must be
+// non-empty"); an empty output is fine.
+template <class X>
+void check_nonempty_slices(const X& node, const ReduceDims& d, const char* name) {
+  constexpr int R = X::rank;
+  if (reduced_count(node, d, name) != 0) return;  // validates the dims first
+  Shape<R> out = node.shape();
+  for (int i = 0; i < d.count; ++i) out[d.d[i]] = 1;
+  if (volume<R>(out) > 0) {
+    throw invalid_argument(std::string("tessera: ") + name + "(x, dims(...)) over an empty dimension of shape " +
+                           shape_string<R>(node.shape()) +
+                           " has no value; expected every reduced dimension to have at least one element");
+  }
+}
+
 template <bool IsMax, class X>
 auto extremum_dims(X&& x, const ReduceDims& d, const char* name) {
   auto node = to_node(std::forward<X>(x));
   using V = typename decltype(node)::value_type;
-  constexpr int R = decltype(node)::rank;
-  (void)reduced_mask<R>(d, name);
-  if (reduced_count(node, d, name) == 0) {
-    Shape<R> out = node.shape();
-    for (int i = 0; i < d.count; ++i) out[d.d[i]] = 1;
-    if (volume<R>(out) > 0) {
-      throw invalid_argument(std::string("tessera: ") + name + "(x, dims(...)) over an empty dimension of shape " +
-                             shape_string<R>(node.shape()) +
-                             " has no value; expected every reduced dimension to have at least one element");
-    }
-  }
+  check_nonempty_slices(node, d, name);
   return reduce_dims_node<V>(node, d, red::to<V>{}, red::extremum<IsMax>{}, extremum_init<V>(IsMax), name);
 }
 }  // namespace detail

@@ -72,6 +72,19 @@ struct with_index {
     return {v, static_cast<std::int64_t>(i)};
   }
 };
+// The halves of a pair, for splitting findmax(x, dims(...))'s result into values and indices.
+struct value_of {
+  template <class V>
+  TS_HD V operator()(value_index<V> p) const {
+    return p.value;
+  }
+};
+struct index_of {
+  template <class V>
+  TS_HD std::int64_t operator()(value_index<V> p) const {
+    return p.index;
+  }
+};
 // The larger (IsMax) or smaller pair; NaN wins wherever it sits (Julia's findmax), and among equal
 // values (or NaNs) the first index.
 template <bool IsMax>
