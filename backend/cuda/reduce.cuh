@@ -69,11 +69,17 @@ __device__ __forceinline__ T load_volatile(const T* p) {
   }
 }
 
+// Shared memory for one value per thread of a block, as raw bytes: a __shared__ array may not have
+// a constructor, and complex numbers (cuda::std::complex) have one.
+#define TESSERA_SHARED_SLOTS(T, NAME)                                                 \
+  __shared__ alignas(T) unsigned char NAME##_bytes[sizeof(T) * reduce_threads]; \
+  T* const NAME = reinterpret_cast<T*>(NAME##_bytes)
+
 template <class I, class Task>
 __global__ void __launch_bounds__(reduce_threads) full_reduce_kernel(const Task t) {
   using Acc = typename Task::acc_type;
   constexpr int K = Task::K;
-  __shared__ Acc smem[reduce_threads];
+  TESSERA_SHARED_SLOTS(Acc, smem);
   __shared__ bool last;
   const I n = static_cast<I>(t.n);
   const I tid = static_cast<I>(blockIdx.x) * reduce_threads + static_cast<I>(threadIdx.x);
@@ -133,7 +139,7 @@ __global__ void __launch_bounds__(reduce_threads, TESSERA_DIMS_MIN_BLOCKS) dims_
   using H = typename Task::fold_type;
   using Acc = typename Task::acc_type;
   constexpr int K = Task::K;
-  __shared__ Acc smem[reduce_threads];
+  TESSERA_SHARED_SLOTS(Acc, smem);
   const I c = static_cast<I>(blockIdx.y);
   const I r0 = c * static_cast<I>(t.chunk);
   const I r1 = r0 + static_cast<I>(t.chunk) < static_cast<I>(t.n_red) ? r0 + static_cast<I>(t.chunk)

@@ -5,6 +5,18 @@
 #include <cstdint>
 #include <type_traits>
 
+// Complex numbers: libcu++'s cuda::std::complex (host and device code, nvcc and g++) wherever its
+// header can be found (always with nvcc), else std::complex (host-only builds, which do not put
+// CCCL's include directory on the path). Both hold {real, imag} of T, in that order (cuda::std's
+// aligned to its size, std's to T's); nothing compiled into the runtime library depends on which.
+#if __has_include(<cuda/std/complex>)
+#include <cuda/std/complex>
+#define TESSERA_COMPLEX_CUDA_STD 1
+#else
+#include <complex>
+#define TESSERA_COMPLEX_CUDA_STD 0
+#endif
+
 // TS_HD marks functions that run on the host and, when compiled by nvcc, on the device.
 #if defined(__CUDACC__)
 #define TS_HD __host__ __device__
@@ -24,23 +36,53 @@ namespace tessera {
 
 using index_t = std::int64_t;  // global indices and extents are always 64-bit on the host
 
+// complex<float> and complex<double> are element types (docs/semantics.md, "Complex numbers").
+#if TESSERA_COMPLEX_CUDA_STD
+template <class T>
+using complex = ::cuda::std::complex<T>;
+#else
+template <class T>
+using complex = ::std::complex<T>;
+#endif
+
 namespace detail {
 // Kernels index in 32 bits below this many elements (and element offsets); a shard or offset that
 // reaches it takes the 64-bit variant. 2^30 rather than 2^31 leaves room for `i + threads`.
 inline constexpr index_t narrow_index_limit = index_t(1) << 30;
 // The largest kernel parameter CUDA accepts (12.1+, Volta and newer): a task must fit in it.
 inline constexpr std::size_t kernel_param_limit = 32764;
+
+template <class T>
+struct is_complex : std::false_type {};
+template <class T>
+struct is_complex<complex<T>> : std::true_type {};
+template <class T>
+inline constexpr bool is_complex_v = is_complex<std::remove_cvref_t<T>>::value;
+// The type of a complex value's parts; T itself for a real T.
+template <class T>
+struct real_of {
+  using type = T;
+};
+template <class T>
+struct real_of<complex<T>> {
+  using type = T;
+};
+template <class T>
+using real_of_t = typename real_of<T>::type;
 }  // namespace detail
 
-// The element types an Array may hold (DESIGN.md: bool, int32, int64, float, double).
+// The element types an Array may hold (DESIGN.md: bool, int32, int64, float, double, complex).
 template <class T>
 concept element_type = std::is_same_v<T, bool> || std::is_same_v<T, std::int32_t> ||
                        std::is_same_v<T, std::int64_t> || std::is_same_v<T, float> ||
-                       std::is_same_v<T, double>;
+                       std::is_same_v<T, double> || std::is_same_v<T, complex<float>> ||
+                       std::is_same_v<T, complex<double>>;
 
-// Scalars that may be mixed into expressions (any arithmetic C++ type).
+// Scalars that may be mixed into expressions (any arithmetic C++ type, complex<float/double>).
 template <class T>
-concept scalar_type = std::is_arithmetic_v<std::remove_cvref_t<T>>;
+concept scalar_type = std::is_arithmetic_v<std::remove_cvref_t<T>> ||
+                      std::is_same_v<std::remove_cvref_t<T>, complex<float>> ||
+                      std::is_same_v<std::remove_cvref_t<T>, complex<double>>;
 
 // nvcc wraps a __host__ __device__ lambda that captures in a closure type that is not
 // trivially copyable; such closures are still copied to the device bytewise by nvcc itself.

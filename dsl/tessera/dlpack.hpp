@@ -28,6 +28,8 @@ inline constexpr std::uint8_t bool_code = 6;
 
 template <class T>
 DLDataType dtype_of() {
+  static_assert(!is_complex_v<T>, "TESSERA_COMPLEX_UNSUPPORTED: DLPack export/import of complex arrays is not "
+                                  "supported yet");
   if constexpr (std::is_same_v<T, bool>) {
     return {static_cast<std::uint8_t>(DLPACK_VERSION >= 80 ? bool_code : kDLUInt), 8, 1};
   } else if constexpr (std::is_floating_point_v<T>) {

@@ -99,22 +99,45 @@ struct is_array_like<Array<T, N>> : std::true_type {};
 template <class T, int N>
 struct is_array_like<View<T, N>> : std::true_type {};
 
-// Scalars are normalized to an element type before they enter a tree.
+// Scalars are normalized to an element type before they enter a tree (complex ones are already).
 template <class S>
 using scalar_norm_t = std::conditional_t<
+    is_complex_v<S>, S, std::conditional_t<
     std::is_same_v<S, bool>, bool,
     std::conditional_t<std::is_floating_point_v<S>, std::conditional_t<std::is_same_v<S, float>, float, double>,
                        std::conditional_t<(sizeof(S) < 4 || (sizeof(S) == 4 && std::is_signed_v<S>)),
-                                          std::int32_t, std::int64_t>>>;
+                                          std::int32_t, std::int64_t>>>>;
+
+// The type two operands promote to: C++'s rule for reals; with a complex operand, complex of the
+// parts' promoted type (int32 + complex<float> is complex<float>, complex<float> + double is
+// complex<double>, Julia's rule).
+template <class A, class B, bool = is_complex_v<A> || is_complex_v<B>>
+struct promote {
+  using type = std::common_type_t<A, B>;
+};
+template <class A, class B>
+struct promote<A, B, true> {
+  using R = std::common_type_t<real_of_t<A>, real_of_t<B>>;
+  using type = complex<std::conditional_t<std::is_floating_point_v<R>, R, double>>;
+};
+template <class A, class B>
+using promote_t = typename promote<A, B>::type;
 
 // NumPy 2 / JAX weak scalars: the array's type wins, except that a floating scalar makes an
 // integer array double, and a bool array takes the scalar's (normalized) type.
+// With complex: a real scalar stays real against a complex array (complex<float> * 2.0 multiplies
+// by the float 2, as Julia does), a complex scalar takes the array's precision.
 template <class V, class S>
-using weak_t = std::conditional_t<
+using weak_real_t = std::conditional_t<
     std::is_floating_point_v<V>, V,
     std::conditional_t<std::is_same_v<V, bool>, S,
                        std::conditional_t<std::is_floating_point_v<S>, double,
                                           std::conditional_t<std::is_integral_v<V>, V, std::common_type_t<V, S>>>>>;
+template <class V, class S>
+using weak_t = std::conditional_t<
+    is_complex_v<V>, std::conditional_t<is_complex_v<S>, V, real_of_t<V>>,
+    std::conditional_t<is_complex_v<S>, complex<std::conditional_t<std::is_floating_point_v<V>, V, double>>,
+                       weak_real_t<V, S>>>;
 
 }  // namespace detail
 
@@ -137,7 +160,8 @@ auto to_node(X&& x) {
   } else if constexpr (is_node<D>::value) {
     return D(std::forward<X>(x));
   } else {
-    static_assert(scalar_type<D>, "TESSERA_NOT_AN_OPERAND: expected an array, a view, an expression or an arithmetic scalar");
+    static_assert(scalar_type<D>, "TESSERA_NOT_AN_OPERAND: expected an array, a view, an expression, an arithmetic "
+                                  "scalar or a tessera::complex<float/double>");
     return Scalar<scalar_norm_t<D>>{static_cast<scalar_norm_t<D>>(x)};
   }
 }
@@ -147,7 +171,7 @@ using node_t = decltype(to_node(std::declval<X>()));
 
 template <class A, class B>
 struct combine_strong {
-  using type = std::common_type_t<A, B>;
+  using type = promote_t<A, B>;
 };
 template <class A>
 struct combine_strong<A, void> {

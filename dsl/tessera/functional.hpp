@@ -19,23 +19,57 @@ inline constexpr bool is_int_v = std::is_integral_v<A>;  // bool included
 template <class A, class B>
 using arith_t = decltype(std::declval<A>() + std::declval<B>());
 
+// Complex numbers (config.hpp): the library's complex functions live where the complex type does.
+#if TESSERA_COMPLEX_CUDA_STD
+namespace cx = ::cuda::std;
+#else
+namespace cx = ::std;
+#endif
+template <class A, class B>
+inline constexpr bool any_complex_v = is_complex_v<A> || is_complex_v<B>;
+// An operand in the precision R of a mixed complex operation: complex values become complex<R>,
+// real ones R (complex<R> op R is cheaper than complex<R> op complex<R>, and exact).
+template <class R, class A>
+TS_HD auto cx_as(A a) {
+  if constexpr (is_complex_v<A>) return complex<R>(a);
+  else return static_cast<R>(a);
+}
+template <class A, class B>
+using cx_real_t = real_of_t<promote_t<A, B>>;
+
+// Functions that have no complex meaning (ordering, rounding, integer arithmetic) stop at compile
+// time with this, rather than with an overload-resolution trace.
+#define TESSERA_NO_COMPLEX(A, WHAT)                                                                \
+  static_assert(!is_complex_v<A>, "TESSERA_COMPLEX_UNSUPPORTED: " WHAT " is not defined for complex " \
+                                  "numbers (complex supports + - * / == != abs abs2 conj real imag angle exp log sqrt)")
+
 struct plus {
   template <class A, class B>
-  TS_HD auto operator()(A a, B b) const { return a + b; }
+  TS_HD auto operator()(A a, B b) const {
+    if constexpr (any_complex_v<A, B>) return cx_as<cx_real_t<A, B>>(a) + cx_as<cx_real_t<A, B>>(b);
+    else return a + b;
+  }
 };
 struct minus {
   template <class A, class B>
-  TS_HD auto operator()(A a, B b) const { return a - b; }
+  TS_HD auto operator()(A a, B b) const {
+    if constexpr (any_complex_v<A, B>) return cx_as<cx_real_t<A, B>>(a) - cx_as<cx_real_t<A, B>>(b);
+    else return a - b;
+  }
 };
 struct multiplies {
   template <class A, class B>
-  TS_HD auto operator()(A a, B b) const { return a * b; }
+  TS_HD auto operator()(A a, B b) const {
+    if constexpr (any_complex_v<A, B>) return cx_as<cx_real_t<A, B>>(a) * cx_as<cx_real_t<A, B>>(b);
+    else return a * b;
+  }
 };
 // Julia's `/` and NumPy's true division: two integers divide as doubles.
 struct divides {
   template <class A, class B>
   TS_HD auto operator()(A a, B b) const {
-    if constexpr (is_int_v<A> && is_int_v<B>) return double(a) / double(b);
+    if constexpr (any_complex_v<A, B>) return cx_as<cx_real_t<A, B>>(a) / cx_as<cx_real_t<A, B>>(b);
+    else if constexpr (is_int_v<A> && is_int_v<B>) return double(a) / double(b);
     else return a / b;
   }
 };
@@ -43,6 +77,8 @@ struct divides {
 struct modulus {
   template <class A, class B>
   TS_HD auto operator()(A a, B b) const {
+    TESSERA_NO_COMPLEX(A, "% (rem)");
+    TESSERA_NO_COMPLEX(B, "% (rem)");
     using C = arith_t<A, B>;
     if constexpr (std::is_floating_point_v<C>) {
       if constexpr (std::is_same_v<C, float>) return ::fmodf(a, b);
@@ -59,31 +95,50 @@ struct negate {
 };
 struct logical_not {
   template <class A>
-  TS_HD bool operator()(A a) const { return !a; }
+  TS_HD auto operator()(A a) const {
+    TESSERA_NO_COMPLEX(A, "!");
+    return bool(!a);
+  }
 };
 struct logical_and {
   template <class A, class B>
-  TS_HD bool operator()(A a, B b) const { return bool(a) && bool(b); }
+  TS_HD auto operator()(A a, B b) const {
+    TESSERA_NO_COMPLEX(A, "&&");
+    TESSERA_NO_COMPLEX(B, "&&");
+    return bool(a) && bool(b);
+  }
 };
 struct logical_or {
   template <class A, class B>
-  TS_HD bool operator()(A a, B b) const { return bool(a) || bool(b); }
+  TS_HD auto operator()(A a, B b) const {
+    TESSERA_NO_COMPLEX(A, "||");
+    TESSERA_NO_COMPLEX(B, "||");
+    return bool(a) || bool(b);
+  }
 };
 
-#define TESSERA_COMPARISON(NAME, OP)                              \
-  struct NAME {                                                    \
-    template <class A, class B>                                    \
-    TS_HD bool operator()(A a, B b) const {                        \
-      using C = arith_t<A, B>;                                     \
-      return static_cast<C>(a) OP static_cast<C>(b);               \
-    }                                                              \
+// == and != compare complex numbers in their promoted type; the orderings have no complex meaning.
+#define TESSERA_COMPARISON(NAME, OP, ORDERED)                                                         \
+  struct NAME {                                                                                        \
+    template <class A, class B>                                                                        \
+    TS_HD auto operator()(A a, B b) const { /* auto: the static_assert fires when the tree is built */ \
+      if constexpr (any_complex_v<A, B>) {                                                             \
+        static_assert(!ORDERED || !any_complex_v<A, B>, "TESSERA_COMPLEX_UNORDERED: " #OP " is not defined for complex numbers; " \
+                                "compare real(z), imag(z) or abs(z)");                                 \
+        return bool(complex<cx_real_t<A, B>>(cx_as<cx_real_t<A, B>>(a)) OP                             \
+                    complex<cx_real_t<A, B>>(cx_as<cx_real_t<A, B>>(b)));                              \
+      } else {                                                                                         \
+        using C = arith_t<A, B>;                                                                       \
+        return bool(static_cast<C>(a) OP static_cast<C>(b));                                           \
+      }                                                                                                \
+    }                                                                                                  \
   };
-TESSERA_COMPARISON(equal_to, ==)
-TESSERA_COMPARISON(not_equal_to, !=)
-TESSERA_COMPARISON(less, <)
-TESSERA_COMPARISON(less_equal, <=)
-TESSERA_COMPARISON(greater, >)
-TESSERA_COMPARISON(greater_equal, >=)
+TESSERA_COMPARISON(equal_to, ==, false)
+TESSERA_COMPARISON(not_equal_to, !=, false)
+TESSERA_COMPARISON(less, <, true)
+TESSERA_COMPARISON(less_equal, <=, true)
+TESSERA_COMPARISON(greater, >, true)
+TESSERA_COMPARISON(greater_equal, >=, true)
 #undef TESSERA_COMPARISON
 
 // Real functions: float stays float, integers and bool compute in double (Julia's sin(1)).
@@ -91,17 +146,28 @@ TESSERA_COMPARISON(greater_equal, >=)
   struct NAME {                                                                   \
     template <class A>                                                            \
     TS_HD auto operator()(A a) const {                                            \
+      TESSERA_NO_COMPLEX(A, #NAME);                                               \
       if constexpr (std::is_same_v<real_t<A>, float>) return ::FLOAT_FN(a);       \
+      else return ::DOUBLE_FN(double(a));                                         \
+    }                                                                             \
+  };
+// The same, also defined on complex numbers (libcu++'s or the standard library's complex function).
+#define TESSERA_REAL_COMPLEX_FUNCTION(NAME, FLOAT_FN, DOUBLE_FN)                  \
+  struct NAME {                                                                   \
+    template <class A>                                                            \
+    TS_HD auto operator()(A a) const {                                            \
+      if constexpr (is_complex_v<A>) return cx::NAME(a);                          \
+      else if constexpr (std::is_same_v<real_t<A>, float>) return ::FLOAT_FN(a); \
       else return ::DOUBLE_FN(double(a));                                         \
     }                                                                             \
   };
 TESSERA_REAL_FUNCTION(sin, sinf, sin)
 TESSERA_REAL_FUNCTION(cos, cosf, cos)
 TESSERA_REAL_FUNCTION(tan, tanf, tan)
-TESSERA_REAL_FUNCTION(exp, expf, exp)
-TESSERA_REAL_FUNCTION(log, logf, log)
+TESSERA_REAL_COMPLEX_FUNCTION(exp, expf, exp)
+TESSERA_REAL_COMPLEX_FUNCTION(log, logf, log)
 TESSERA_REAL_FUNCTION(log1p, log1pf, log1p)
-TESSERA_REAL_FUNCTION(sqrt, sqrtf, sqrt)
+TESSERA_REAL_COMPLEX_FUNCTION(sqrt, sqrtf, sqrt)
 TESSERA_REAL_FUNCTION(tanh, tanhf, tanh)
 TESSERA_REAL_FUNCTION(erf, erff, erf)
 TESSERA_REAL_FUNCTION(asin, asinf, asin)
@@ -118,12 +184,15 @@ TESSERA_REAL_FUNCTION(log2, log2f, log2)
 TESSERA_REAL_FUNCTION(log10, log10f, log10)
 TESSERA_REAL_FUNCTION(cbrt, cbrtf, cbrt)
 #undef TESSERA_REAL_FUNCTION
+#undef TESSERA_REAL_COMPLEX_FUNCTION
 
 // Real binary functions: float when both are float (or a weak scalar), double otherwise.
 #define TESSERA_REAL_FUNCTION2(NAME, FLOAT_FN, DOUBLE_FN)                                         \
   struct NAME {                                                                                    \
     template <class A, class B>                                                                    \
     TS_HD auto operator()(A a, B b) const {                                                        \
+      TESSERA_NO_COMPLEX(A, #NAME);                                                                \
+      TESSERA_NO_COMPLEX(B, #NAME);                                                                \
       if constexpr (std::is_same_v<real_t<arith_t<A, B>>, float>) return ::FLOAT_FN(float(a), float(b)); \
       else return ::DOUBLE_FN(double(a), double(b));                                               \
     }                                                                                              \
@@ -135,6 +204,7 @@ TESSERA_REAL_FUNCTION2(hypot, hypotf, hypot)
 struct rsqrt {  // 1 / sqrt(x), correctly rounded sqrt first (CUDA's rsqrtf is 2 ulp)
   template <class A>
   TS_HD auto operator()(A a) const {
+    TESSERA_NO_COMPLEX(A, "rsqrt");
     if constexpr (std::is_same_v<real_t<A>, float>) return 1.0f / ::sqrtf(a);
     else return 1.0 / ::sqrt(double(a));
   }
@@ -142,6 +212,7 @@ struct rsqrt {  // 1 / sqrt(x), correctly rounded sqrt first (CUDA's rsqrtf is 2
 struct sigmoid {  // the logistic function 1 / (1 + exp(-x))
   template <class A>
   TS_HD auto operator()(A a) const {
+    TESSERA_NO_COMPLEX(A, "sigmoid");
     if constexpr (std::is_same_v<real_t<A>, float>) return 1.0f / (1.0f + ::expf(-a));
     else return 1.0 / (1.0 + ::exp(-double(a)));
   }
@@ -150,6 +221,7 @@ struct sigmoid {  // the logistic function 1 / (1 + exp(-x))
 struct round {
   template <class A>
   TS_HD auto operator()(A a) const {
+    TESSERA_NO_COMPLEX(A, "round");
     if constexpr (is_int_v<A>) return a;
     else if constexpr (std::is_same_v<A, float>) return ::rintf(a);
     else return ::rint(a);
@@ -158,6 +230,7 @@ struct round {
 struct trunc {
   template <class A>
   TS_HD auto operator()(A a) const {
+    TESSERA_NO_COMPLEX(A, "trunc");
     if constexpr (is_int_v<A>) return a;
     else if constexpr (std::is_same_v<A, float>) return ::truncf(a);
     else return ::trunc(a);
@@ -167,14 +240,17 @@ struct trunc {
 struct sign {
   template <class A>
   TS_HD A operator()(A a) const {
+    TESSERA_NO_COMPLEX(A, "sign");
     if constexpr (std::is_same_v<A, bool>) return a;
     else return a > A(0) ? A(1) : a < A(0) ? A(-1) : a;
   }
 };
+// abs2 of a complex number is real: re^2 + im^2 (no square root, no scaling).
 struct abs2 {
   template <class A>
   TS_HD auto operator()(A a) const {
-    if constexpr (std::is_same_v<A, bool>) return a;
+    if constexpr (is_complex_v<A>) return a.real() * a.real() + a.imag() * a.imag();
+    else if constexpr (std::is_same_v<A, bool>) return a;
     else return a * a;
   }
 };
@@ -182,6 +258,8 @@ struct abs2 {
 struct mod {
   template <class A, class B>
   TS_HD auto operator()(A a, B b) const {
+    TESSERA_NO_COMPLEX(A, "mod");
+    TESSERA_NO_COMPLEX(B, "mod");
     using C = arith_t<A, B>;
     const C y = b;
     C r = modulus{}(a, b);
@@ -194,24 +272,28 @@ struct mod {
     return r;
   }
 };
+// On complex numbers: either part NaN / either part infinite / both parts finite (Julia).
 struct is_nan {
   template <class A>
   TS_HD bool operator()(A a) const {
-    if constexpr (std::is_floating_point_v<A>) return a != a;
+    if constexpr (is_complex_v<A>) return (*this)(a.real()) || (*this)(a.imag());
+    else if constexpr (std::is_floating_point_v<A>) return a != a;
     else return false;
   }
 };
 struct is_inf {
   template <class A>
   TS_HD bool operator()(A a) const {
-    if constexpr (std::is_floating_point_v<A>) return a == a && a - a != a - a;
+    if constexpr (is_complex_v<A>) return (*this)(a.real()) || (*this)(a.imag());
+    else if constexpr (std::is_floating_point_v<A>) return a == a && a - a != a - a;
     else return false;
   }
 };
 struct is_finite {
   template <class A>
   TS_HD bool operator()(A a) const {
-    if constexpr (std::is_floating_point_v<A>) return a - a == a - a;
+    if constexpr (is_complex_v<A>) return (*this)(a.real()) && (*this)(a.imag());
+    else if constexpr (std::is_floating_point_v<A>) return a - a == a - a;
     else return true;
   }
 };
@@ -219,6 +301,7 @@ struct is_finite {
 struct clamp {
   template <class A, class B, class C>
   TS_HD auto operator()(A a, B lo, C hi) const {
+    TESSERA_NO_COMPLEX(A, "clamp");
     using D = arith_t<arith_t<A, B>, C>;
     const D x = a, l = lo, h = hi;
     return x > h ? h : x < l ? l : x;
@@ -227,6 +310,9 @@ struct clamp {
 struct fma {
   template <class A, class B, class C>
   TS_HD auto operator()(A a, B b, C c) const {
+    TESSERA_NO_COMPLEX(A, "fma");
+    TESSERA_NO_COMPLEX(B, "fma");
+    TESSERA_NO_COMPLEX(C, "fma");
     using D = arith_t<arith_t<A, B>, C>;
     if constexpr (std::is_same_v<D, float>) return ::fmaf(a, b, c);
     else if constexpr (std::is_floating_point_v<D>) return ::fma(double(a), double(b), double(c));
@@ -238,6 +324,7 @@ struct fma {
 struct floor {
   template <class A>
   TS_HD auto operator()(A a) const {
+    TESSERA_NO_COMPLEX(A, "floor");
     if constexpr (is_int_v<A>) return a;
     else if constexpr (std::is_same_v<A, float>) return ::floorf(a);
     else return ::floor(a);
@@ -246,6 +333,7 @@ struct floor {
 struct ceil {
   template <class A>
   TS_HD auto operator()(A a) const {
+    TESSERA_NO_COMPLEX(A, "ceil");
     if constexpr (is_int_v<A>) return a;
     else if constexpr (std::is_same_v<A, float>) return ::ceilf(a);
     else return ::ceil(a);
@@ -254,7 +342,8 @@ struct ceil {
 struct abs {
   template <class A>
   TS_HD auto operator()(A a) const {
-    if constexpr (std::is_same_v<A, bool>) return a;
+    if constexpr (is_complex_v<A>) return cx::abs(a);  // the modulus, real
+    else if constexpr (std::is_same_v<A, bool>) return a;
     else if constexpr (std::is_same_v<A, float>) return ::fabsf(a);
     else if constexpr (std::is_same_v<A, double>) return ::fabs(a);
     else return a < A(0) ? A(-a) : a;
@@ -266,6 +355,8 @@ template <bool IsMax>
 struct min_max {
   template <class A, class B>
   TS_HD auto operator()(A a, B b) const {
+    TESSERA_NO_COMPLEX(A, "min, max, minimum and maximum");
+    TESSERA_NO_COMPLEX(B, "min, max, minimum and maximum");
     using C = std::conditional_t<std::is_same_v<A, bool> && std::is_same_v<B, bool>, bool, arith_t<A, B>>;
     const C x = a, y = b;
     if constexpr (std::is_floating_point_v<C>) {
@@ -278,11 +369,45 @@ struct min_max {
 using min = min_max<false>;
 using max = min_max<true>;
 
+// conj, real, imag and angle (Julia's names; angle is C++'s arg): defined on real numbers too,
+// where conj(x) == real(x) == x, imag(x) == 0 and angle(x) is 0 or pi (NaN stays NaN).
+struct conj {
+  template <class A>
+  TS_HD A operator()(A a) const {
+    if constexpr (is_complex_v<A>) return A(a.real(), -a.imag());
+    else return a;
+  }
+};
+struct real_part {
+  template <class A>
+  TS_HD auto operator()(A a) const {
+    if constexpr (is_complex_v<A>) return a.real();
+    else return a;
+  }
+};
+struct imag_part {
+  template <class A>
+  TS_HD auto operator()(A a) const {
+    if constexpr (is_complex_v<A>) return a.imag();
+    else return A(0);
+  }
+};
+struct angle {
+  template <class A>
+  TS_HD auto operator()(A a) const {
+    if constexpr (is_complex_v<A>) return cx::arg(a);
+    else if constexpr (std::is_same_v<real_t<A>, float>) return ::atan2f(0.0f, a);
+    else return ::atan2(0.0, double(a));
+  }
+};
+
 // Integer powers stay integer (Julia's 2^3 == 8); a negative exponent gives 0 unless the base
 // is 1 or -1 (Julia throws a DomainError, which a kernel cannot).
 struct pow {
   template <class A, class B>
   TS_HD auto operator()(A a, B b) const {
+    TESSERA_NO_COMPLEX(A, "pow");
+    TESSERA_NO_COMPLEX(B, "pow");
     using C = arith_t<A, B>;
     if constexpr (std::is_integral_v<C>) {
       C base = a, e = b, r = 1;
@@ -304,7 +429,7 @@ struct pow {
 struct select {
   template <class Cnd, class A, class B>
   TS_HD auto operator()(Cnd c, A a, B b) const {
-    using C = std::common_type_t<A, B>;
+    using C = promote_t<A, B>;
     return c ? C(a) : C(b);
   }
 };
@@ -313,6 +438,9 @@ template <class T>
 struct cast_to {
   template <class A>
   TS_HD T operator()(A a) const {
+    static_assert(!is_complex_v<A> || is_complex_v<T> || std::is_same_v<T, bool>,
+                  "TESSERA_COMPLEX_TO_REAL: cast<T> of a complex value would drop its imaginary part; use real(z), "
+                  "imag(z) or abs(z)");
     if constexpr (std::is_same_v<T, bool>) return a != A(0);
     else return static_cast<T>(a);
   }
@@ -389,7 +517,23 @@ TESSERA_UNARY_FUNCTION(round)
 TESSERA_UNARY_FUNCTION(trunc)
 TESSERA_UNARY_FUNCTION(sign)
 TESSERA_UNARY_FUNCTION(abs2)
+TESSERA_UNARY_FUNCTION(conj)
+TESSERA_UNARY_FUNCTION(angle)
 #undef TESSERA_UNARY_FUNCTION
+
+// real(z), imag(z): the parts of a complex expression (real results); arg(z) is angle(z).
+template <expression A>
+auto real(A&& a) {
+  return detail::make_node(detail::fn::real_part{}, std::forward<A>(a));
+}
+template <expression A>
+auto imag(A&& a) {
+  return detail::make_node(detail::fn::imag_part{}, std::forward<A>(a));
+}
+template <expression A>
+auto arg(A&& a) {
+  return angle(std::forward<A>(a));
+}
 
 // Julia's names for predicates (the functors avoid the C macros isnan/isinf/isfinite).
 template <expression A>

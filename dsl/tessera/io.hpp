@@ -4,6 +4,7 @@
 #pragma once
 #include <tessera/transfer.hpp>
 
+#include <cmath>
 #include <cstdio>
 #include <ostream>
 #include <sstream>
@@ -19,6 +20,8 @@ constexpr const char* julia_type_name() {
   else if constexpr (std::is_same_v<T, std::int32_t>) return "Int32";
   else if constexpr (std::is_same_v<T, std::int64_t>) return "Int64";
   else if constexpr (std::is_same_v<T, float>) return "Float32";
+  else if constexpr (std::is_same_v<T, complex<float>>) return "ComplexF32";
+  else if constexpr (std::is_same_v<T, complex<double>>) return "ComplexF64";
   else return "Float64";
 }
 
@@ -28,6 +31,11 @@ std::string format_value(T v) {
     return v ? "1" : "0";
   } else if constexpr (std::is_integral_v<T>) {
     return std::to_string(v);
+  } else if constexpr (is_complex_v<T>) {  // Julia's 1.5 - 2.0im
+    using R = real_of_t<T>;
+    const R im = v.imag();
+    const bool minus = im < R(0) || (im == R(0) && std::signbit(im));
+    return format_value<R>(v.real()) + (minus ? " - " : " + ") + format_value<R>(minus ? -im : im) + "im";
   } else {
     char buf[32];
     std::snprintf(buf, sizeof buf, std::is_same_v<T, float> ? "%.7g" : "%.15g", static_cast<double>(v));

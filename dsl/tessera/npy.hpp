@@ -43,7 +43,11 @@ constexpr dtype dtype_of() {
   else if constexpr (std::is_same_v<T, std::int32_t>) return dtype::i4;
   else if constexpr (std::is_same_v<T, std::int64_t>) return dtype::i8;
   else if constexpr (std::is_same_v<T, float>) return dtype::f4;
-  else return dtype::f8;
+  else {
+    static_assert(std::is_same_v<T, double>, "TESSERA_COMPLEX_UNSUPPORTED: .npy files of complex arrays are not "
+                                             "supported yet");
+    return dtype::f8;
+  }
 }
 
 inline const char* descr_of(dtype t) {

@@ -36,11 +36,13 @@ template <class W>
 concept result_target = std::is_same_v<W, to_host_t> || std::is_same_v<W, as_array_t>;
 
 template <class Op, class Acc>
-inline constexpr bool double_combine_v =
-    std::is_floating_point_v<Acc> && (std::is_same_v<Op, red::add> || std::is_same_v<Op, red::mul>);
+inline constexpr bool double_combine_v = (std::is_floating_point_v<Acc> || is_complex_v<Acc>) &&
+                                         (std::is_same_v<Op, red::add> || std::is_same_v<Op, red::mul>);
 
+// Floating sums and products combine in double (complex ones in complex<double>).
 template <class Op, class Acc>
-using combine_t = std::conditional_t<double_combine_v<Op, Acc>, double, Acc>;
+using combine_t =
+    std::conditional_t<double_combine_v<Op, Acc>, std::conditional_t<is_complex_v<Acc>, complex<double>, double>, Acc>;
 
 // A reduction's description in placement errors.
 template <int R>
@@ -164,9 +166,15 @@ auto reduce_to(W, const Node& node, Map map, Op op, Acc init) {
 }
 
 template <class V>
-using sum_t = std::conditional_t<std::is_floating_point_v<V>, V, std::int64_t>;
+using sum_t = std::conditional_t<std::is_floating_point_v<V> || is_complex_v<V>, V, std::int64_t>;
+// A real result (mean, norm, var): float for float and complex<float> input, double otherwise.
 template <class V>
-using real_result_t = std::conditional_t<std::is_same_v<V, float>, float, double>;
+using real_result_t = std::conditional_t<std::is_same_v<real_of_t<V>, float>, float, double>;
+// mean's result and accumulator: complex for complex input (accumulated in complex<double>).
+template <class V>
+using mean_t = std::conditional_t<is_complex_v<V>, V, real_result_t<V>>;
+template <class V>
+using mean_acc_t = std::conditional_t<is_complex_v<V>, complex<double>, double>;
 
 template <class E>
 index_t length_of(const E& node) {
@@ -176,12 +184,14 @@ index_t length_of(const E& node) {
 // Applies f to a host value, or lazily to an as_array result and evaluates it on its devices.
 template <class R, class V, class F>
 auto finish(V v, F f) {
-  if constexpr (std::is_arithmetic_v<V>) return static_cast<R>(f(v));
+  if constexpr (std::is_arithmetic_v<V> || is_complex_v<V>) return static_cast<R>(f(v));
   else return eval(cast<R>(f(std::move(v))));
 }
 
 template <class V>
 V extremum_init(bool is_max) {
+  static_assert(!is_complex_v<V>, "TESSERA_COMPLEX_UNORDERED: maximum, minimum, argmax, findmax... are not defined "
+                                  "for complex numbers; reduce abs(z), real(z) or imag(z)");
   if constexpr (std::is_same_v<V, bool>) return !is_max;
   else if constexpr (std::is_floating_point_v<V>) return is_max ? -std::numeric_limits<V>::infinity() : std::numeric_limits<V>::infinity();
   else return is_max ? std::numeric_limits<V>::lowest() : std::numeric_limits<V>::max();
@@ -230,13 +240,15 @@ auto minimum(X&& x, W w = {}) {
   return detail::extremum<false>(std::forward<X>(x), w, "minimum");
 }
 
-// mean(x): float for float input, double otherwise (Julia); NaN for an empty input.
+// mean(x): float for float input, double otherwise (Julia), complex for complex input; NaN for an
+// empty input.
 template <expression X, detail::result_target W = to_host_t>
 auto mean(X&& x, W w = {}) {
   auto node = detail::to_node(std::forward<X>(x));
-  using R = detail::real_result_t<typename decltype(node)::value_type>;
+  using R = detail::mean_t<typename decltype(node)::value_type>;
+  using A = detail::mean_acc_t<typename decltype(node)::value_type>;
   const double n = static_cast<double>(detail::length_of(node));
-  auto s = detail::reduce_to<double>(w, node, detail::red::to<double>{}, detail::red::add{}, 0.0);
+  auto s = detail::reduce_to<A>(w, node, detail::red::to<A>{}, detail::red::add{}, A(0));
   return detail::finish<R>(std::move(s), [n](auto v) { return v / n; });
 }
 
@@ -267,10 +279,13 @@ auto count(X&& x, W w = {}) {
                                          detail::red::add{}, std::int64_t(0));
 }
 
-// dot(a, b): sum(a * b) without a temporary.
+// dot(a, b): sum(a * b) without a temporary; sum(conj(a) * b) for complex a (Julia's dot).
 template <expression A, expression B, detail::result_target W = to_host_t>
 auto dot(A&& a, B&& b, W w = {}) {
-  return sum(std::forward<A>(a) * std::forward<B>(b), w);
+  if constexpr (detail::is_complex_v<typename detail::node_t<A>::value_type>)
+    return sum(conj(std::forward<A>(a)) * std::forward<B>(b), w);
+  else
+    return sum(std::forward<A>(a) * std::forward<B>(b), w);
 }
 
 // reduce(op, x, init) and mapreduce(f, op, x, init) with user __host__ __device__ functors: op must

@@ -204,13 +204,15 @@ auto minimum(X&& x, const ReduceDims& d) {
   return detail::extremum_dims<false>(std::forward<X>(x), d, "minimum");
 }
 
-// mean(x, dims(...)): float for float input, double otherwise; NaN over an empty dimension.
+// mean(x, dims(...)): float for float input, double otherwise, complex for complex input; NaN over
+// an empty dimension.
 template <expression X>
 auto mean(X&& x, const ReduceDims& d) {
   auto node = detail::to_node(std::forward<X>(x));
-  using R = detail::real_result_t<typename decltype(node)::value_type>;
+  using R = detail::mean_t<typename decltype(node)::value_type>;
+  using A = detail::mean_acc_t<typename decltype(node)::value_type>;
   const auto n = static_cast<double>(detail::reduced_count(node, d, "mean"));
-  auto s = detail::reduce_dims_node<double>(node, d, detail::red::to<double>{}, detail::red::add{}, 0.0, "mean");
+  auto s = detail::reduce_dims_node<A>(node, d, detail::red::to<A>{}, detail::red::add{}, A(0), "mean");
   return Array<R, decltype(node)::rank>(cast<R>(s / n));
 }
 

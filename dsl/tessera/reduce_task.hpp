@@ -54,10 +54,11 @@ struct count_true {
     return a != A(0) ? 1 : 0;
   }
 };
-struct abs2 {
+struct abs2 {  // |a|^2 in double (norm): re^2 + im^2 for complex a
   template <class A>
   TS_HD double operator()(A a) const {
-    return double(a) * double(a);
+    if constexpr (is_complex_v<A>) return double(a.real()) * double(a.real()) + double(a.imag()) * double(a.imag());
+    else return double(a) * double(a);
   }
 };
 // A value and its global (column-major linear) index: what argmax and friends fold.

@@ -1,0 +1,337 @@
+// SPDX-License-Identifier: Apache-2.0
+// complex<float> and complex<double> arrays against std::complex plain loops on fresh random data:
+// creation and transfer, views, elementwise arithmetic (mixed with real arrays and scalars), the
+// complex functions, full and dims reductions (sum, mean, prod, norm, dot), every placement, 1 to
+// 8 host devices (1 and all GPUs in the CUDA variant); and the MatX#1242 case sum(abs2(d), dims(2)).
+#include "test_support.hpp"
+
+#include <complex>
+#include <sstream>
+
+using namespace tessera;
+using namespace tessera_test;
+
+namespace {
+
+template <class T>
+using sc = std::complex<T>;  // the reference type
+
+template <class T>
+std::vector<complex<T>> random_complex(std::size_t n, double lo = -2.0, double hi = 2.0) {
+  const auto re = random_values<T>(n, lo, hi);
+  const auto im = random_values<T>(n, lo, hi);
+  std::vector<complex<T>> v(n);
+  for (std::size_t i = 0; i < n; ++i) v[i] = complex<T>(re[i], im[i]);
+  return v;
+}
+
+template <class T>
+sc<T> ref(complex<T> z) {
+  return {z.real(), z.imag()};
+}
+
+template <class G, class W>
+bool close_c(G g, W w, double rtol, double atol) {
+  return close(double(g.real()), double(w.real()), rtol, atol) && close(double(g.imag()), double(w.imag()), rtol, atol);
+}
+
+// got (tessera complex or real) against want (std::complex or real), element by element.
+template <class G, class W>
+void check_c(const std::vector<G>& got, const std::vector<W>& want, double rtol, double atol, const char* what) {
+  INFO("expression: " << what);
+  REQUIRE(got.size() == want.size());
+  for (std::size_t i = 0; i < got.size(); ++i) {
+    bool ok;
+    if constexpr (detail::is_complex_v<G>) ok = close_c(got[i], want[i], rtol, atol);
+    else ok = close(double(got[i]), double(want[i]), rtol, atol);
+    if (!ok) {
+      if constexpr (detail::is_complex_v<G>)
+        FAIL_CHECK("element " << i << ": got " << got[i].real() << "+" << got[i].imag() << "i, expected "
+                              << want[i].real() << "+" << want[i].imag() << "i");
+      else
+        FAIL_CHECK("element " << i << ": got " << double(got[i]) << ", expected " << double(want[i]));
+      return;
+    }
+  }
+}
+
+template <class T>
+constexpr double tol() {
+  return std::is_same_v<T, float> ? 2e-5 : 1e-12;
+}
+
+}  // namespace
+
+TEST_CASE_TEMPLATE("complex arrays: creation, transfer, at, views, copy, printing", T, float, double) {
+  using C = complex<T>;
+  static_assert(element_type<C> && sizeof(C) == 2 * sizeof(T));
+  for (const auto& ds : device_sets()) {
+    for (index_t cols : {index_t(0), index_t(1), index_t(7), index_t(33), index_t(257)}) {
+      const index_t rows = 5;
+      for (const auto& np : placements(2, ds)) {
+        INFO("device set " << set_name(ds) << ", cols " << cols << ", " << np.name);
+        const auto v = random_complex<T>(static_cast<std::size_t>(rows * cols));
+        const auto a = from_host(v, {rows, cols}, np.p);
+        CHECK(to_host(a) == v);
+        if (cols > 0) {
+          CHECK(a.at(3, cols - 1) == v[static_cast<std::size_t>(3 + rows * (cols - 1))]);
+          // a view: row 2, and a column range
+          Array<C, 1> row = a(2, _);
+          std::vector<C> want;
+          for (index_t j = 0; j < cols; ++j) want.push_back(v[static_cast<std::size_t>(2 + rows * j)]);
+          CHECK(to_host(row) == want);
+        }
+        const auto c = copy(a);
+        CHECK(to_host(c) == v);
+        const auto z = zeros<C>({rows, cols}, np.p);
+        const auto o = ones<C>({rows, cols}, np.p);
+        const auto f = full<C>({rows, cols}, C(T(1.5), T(-2)), np.p);
+        for (auto x : to_host(z)) CHECK(x == C(0));
+        for (auto x : to_host(o)) CHECK(x == C(1));
+        for (auto x : to_host(f)) CHECK(x == C(T(1.5), T(-2)));
+        Array<C, 2> g = a;
+        g = C(T(0), T(3));  // fill with a complex scalar
+        for (auto x : to_host(g)) CHECK(x == C(T(0), T(3)));
+        g(_, range(0, cols / 2)) = a(_, range(0, cols / 2)) * T(2);  // a view assigned
+        const auto gh = to_host(g);
+        for (index_t j = 0; j < cols; ++j) {
+          for (index_t i = 0; i < rows; ++i) {
+            const auto k = static_cast<std::size_t>(i + rows * j);
+            CHECK(gh[k] == (j < cols / 2 ? v[k] * T(2) : C(T(0), T(3))));
+          }
+        }
+      }
+    }
+  }
+  const auto p = from_host(std::vector<C>{C(T(1.5), T(-2)), C(T(0), T(1))}, {2});
+  std::ostringstream os;
+  os << p;
+  CHECK(contains(os.str(), std::is_same_v<T, float> ? "ComplexF32" : "ComplexF64"));
+  CHECK(contains(os.str(), "1.5 - 2im"));
+  CHECK(contains(os.str(), "0 + 1im"));
+}
+
+TEST_CASE_TEMPLATE("complex elementwise: arithmetic with complex and real operands, functions, ==", T, float, double) {
+  using C = complex<T>;
+  for (const auto& ds : device_sets()) {
+    for (index_t n : {index_t(0), index_t(1), index_t(7), index_t(255), index_t(257), index_t(1000), index_t(1 << 16) + 1}) {
+      INFO("device set " << set_name(ds) << ", n = " << n);
+      const auto sn = static_cast<std::size_t>(n);
+      const auto av = random_complex<T>(sn), bv = random_complex<T>(sn);
+      const auto rv = random_values<T>(sn);
+      const auto iv = random_values<std::int32_t>(sn);
+      auto bnz = bv;
+      for (auto& x : bnz)
+        if (std::abs(ref(x)) < 0.1) x = C(T(0.5), T(0.25));
+      const auto a = put(av, ds), b = put(bv, ds), bd = put(bnz, ds);
+      const auto r = put(rv, ds);
+      const auto ia = put(iv, ds);
+      auto want = [&](auto f) {
+        std::vector<decltype(f(std::size_t(0)))> w(sn);
+        for (std::size_t i = 0; i < sn; ++i) w[i] = f(i);
+        return w;
+      };
+      const double rt = tol<T>(), at = tol<T>();
+      // complex op complex
+      static_assert(std::is_same_v<typename decltype(eval(a + b))::value_type, C>);
+      check_c(to_host(eval(a + b)), want([&](auto i) { return ref(av[i]) + ref(bv[i]); }), rt, at, "a + b");
+      check_c(to_host(eval(a - b)), want([&](auto i) { return ref(av[i]) - ref(bv[i]); }), rt, at, "a - b");
+      check_c(to_host(eval(a * b)), want([&](auto i) { return ref(av[i]) * ref(bv[i]); }), rt, at, "a * b");
+      check_c(to_host(eval(a / bd)), want([&](auto i) { return ref(av[i]) / ref(bnz[i]); }), 10 * rt, 10 * at, "a / b");
+      // complex op real array (result complex), both orders
+      static_assert(std::is_same_v<typename decltype(eval(a * r))::value_type, C>);
+      check_c(to_host(eval(a * r)), want([&](auto i) { return ref(av[i]) * rv[i]; }), rt, at, "a * r");
+      check_c(to_host(eval(r - a)), want([&](auto i) { return rv[i] - ref(av[i]); }), rt, at, "r - a");
+      check_c(to_host(eval(a + ia)), want([&](auto i) { return ref(av[i]) + T(iv[i]); }), rt, at, "a + int32 array");
+      // scalars: real scalars stay weak, complex scalars take the array's precision
+      static_assert(std::is_same_v<typename decltype(eval(a * 2.0))::value_type, C>);
+      check_c(to_host(eval(a * 2.0 + 1)), want([&](auto i) { return ref(av[i]) * T(2) + T(1); }), rt, at, "a * 2.0 + 1");
+      check_c(to_host(eval(a / 4.0f)), want([&](auto i) { return ref(av[i]) / T(4); }), rt, at, "a / 4");
+      const complex<double> s(0.5, -1.25);
+      static_assert(std::is_same_v<typename decltype(eval(a * s))::value_type, C>);
+      check_c(to_host(eval(a * s)), want([&](auto i) { return ref(av[i]) * sc<T>(T(0.5), T(-1.25)); }), rt, at, "a * s");
+      static_assert(std::is_same_v<typename decltype(eval(r + s))::value_type, C>);  // a real array and a complex scalar
+      check_c(to_host(eval(r + s)), want([&](auto i) { return rv[i] + sc<T>(T(0.5), T(-1.25)); }), rt, at, "r + s");
+      // mixed precision promotes: complex<float> + double array is complex<double>
+      const auto dv = random_values<double>(sn);
+      const auto d = put(dv, ds);
+      static_assert(std::is_same_v<typename decltype(eval(a + d))::value_type, complex<double>>);
+      check_c(to_host(eval(a + d)), want([&](auto i) { return sc<double>(ref(av[i])) + dv[i]; }), rt, at, "a + double");
+      // functions
+      static_assert(std::is_same_v<typename decltype(eval(abs(a)))::value_type, T>);
+      static_assert(std::is_same_v<typename decltype(eval(abs2(a)))::value_type, T>);
+      static_assert(std::is_same_v<typename decltype(eval(real(a)))::value_type, T>);
+      static_assert(std::is_same_v<typename decltype(eval(angle(a)))::value_type, T>);
+      check_c(to_host(eval(abs(a))), want([&](auto i) { return std::abs(ref(av[i])); }), rt, at, "abs");
+      check_c(to_host(eval(abs2(a))), want([&](auto i) { return std::norm(ref(av[i])); }), rt, at, "abs2");
+      check_c(to_host(eval(conj(a))), want([&](auto i) { return std::conj(ref(av[i])); }), 0, 0, "conj");
+      check_c(to_host(eval(real(a))), want([&](auto i) { return av[i].real(); }), 0, 0, "real");
+      check_c(to_host(eval(imag(a))), want([&](auto i) { return av[i].imag(); }), 0, 0, "imag");
+      check_c(to_host(eval(angle(a))), want([&](auto i) { return std::arg(ref(av[i])); }), rt, at, "angle");
+      check_c(to_host(eval(arg(a))), want([&](auto i) { return std::arg(ref(av[i])); }), rt, at, "arg");
+      check_c(to_host(eval(exp(a))), want([&](auto i) { return std::exp(ref(av[i])); }), 4 * rt, 4 * at, "exp");
+      check_c(to_host(eval(log(bd))), want([&](auto i) { return std::log(ref(bnz[i])); }), 4 * rt, 4 * at, "log");
+      check_c(to_host(eval(sqrt(a))), want([&](auto i) { return std::sqrt(ref(av[i])); }), 4 * rt, 4 * at, "sqrt");
+      check_c(to_host(eval(-a + conj(b) * a)), want([&](auto i) { return -ref(av[i]) + std::conj(ref(bv[i])) * ref(av[i]); }),
+              rt, at, "-a + conj(b) * a");
+      // on real operands: real(x) == x, imag(x) == 0, angle is 0 or pi
+      check_c(to_host(eval(imag(r))), want([&](auto) { return T(0); }), 0, 0, "imag(real array)");
+      check_c(to_host(eval(angle(r))), want([&](auto i) { return std::arg(rv[i]); }), rt, at, "angle(real array)");
+      // == and != (complex, and complex against real)
+      auto eq = av;
+      for (std::size_t i = 0; i < sn; i += 3) eq[i] = bv[i];
+      const auto e = put(eq, ds);
+      const auto eqh = to_host(eval(e == b)), neh = to_host(eval(e != b));
+      for (std::size_t i = 0; i < sn; ++i) {
+        CHECK(eqh[i] == (eq[i] == bv[i]));
+        CHECK(neh[i] == (eq[i] != bv[i]));
+      }
+      const auto re_only = to_host(eval(real(a) == a));  // true where imag is 0 (never, for random data)
+      for (std::size_t i = 0; i < sn; ++i) CHECK(re_only[i] == (av[i].imag() == T(0)));
+      // cast between precisions, and a real array cast to complex
+      static_assert(std::is_same_v<typename decltype(eval(cast<complex<double>>(a)))::value_type, complex<double>>);
+      check_c(to_host(eval(cast<complex<double>>(a))), want([&](auto i) { return sc<double>(ref(av[i])); }), 0, 0,
+              "cast<complex<double>>");
+      check_c(to_host(eval(cast<C>(r))), want([&](auto i) { return sc<T>(rv[i]); }), 0, 0, "cast<complex>(real)");
+      // compound assignment
+      Array<C, 1> acc = a;
+      acc += b * T(2);
+      check_c(to_host(acc), want([&](auto i) { return ref(av[i]) + ref(bv[i]) * T(2); }), rt, at, "acc += b * 2");
+    }
+  }
+}
+
+TEST_CASE_TEMPLATE("complex full reductions: sum, mean, prod, norm, dot, count", T, float, double) {
+  using C = complex<T>;
+  for (const auto& ds : device_sets()) {
+    for (index_t cols : {index_t(0), index_t(1), index_t(7), index_t(33), index_t(257), index_t(1025)}) {
+      const index_t rows = cols >= 257 ? 129 : 3;
+      for (const auto& np : placements(2, ds)) {
+        INFO("device set " << set_name(ds) << ", shape " << rows << "x" << cols << ", " << np.name);
+        const auto n = static_cast<std::size_t>(rows * cols);
+        const auto av = random_complex<T>(n), bv = random_complex<T>(n);
+        const auto a = from_host(av, {rows, cols}, np.p), b = from_host(bv, {rows, cols}, np.p);
+        sc<double> s = 0, sab = 0, dotab = 0;
+        double sq = 0;
+        for (std::size_t i = 0; i < n; ++i) {
+          const sc<double> x(ref(av[i])), y(ref(bv[i]));
+          s += x;
+          sab += x * y;
+          dotab += std::conj(x) * y;
+          sq += std::norm(x);
+        }
+        const double t = (std::is_same_v<T, float> ? 1e-5 : 1e-12) * (1 + std::sqrt(double(n)));
+        static_assert(std::is_same_v<decltype(sum(a)), C>);
+        static_assert(std::is_same_v<decltype(mean(a)), C>);
+        static_assert(std::is_same_v<decltype(norm(a)), T>);
+        CHECK(close_c(sum(a), s, 1e-5, t));
+        CHECK(close_c(sum(a * b), sab, 1e-5, t));
+        CHECK(close_c(dot(a, b), dotab, 1e-5, t));  // conjugates the first argument (Julia)
+        CHECK(close(norm(a), std::sqrt(sq), 1e-5, 1e-5));
+        CHECK(close(sum(abs2(a)), sq, 1e-5, t));
+        CHECK(count(a != C(0)) == static_cast<std::int64_t>(n));
+        if (n > 0) {
+          CHECK(close_c(mean(a), s / double(n), 1e-5, 1e-6));
+        } else {
+          const C m = mean(a);
+          CHECK(std::isnan(double(m.real())));
+        }
+        // as a replicated 0-d array, usable in later expressions
+        const auto sa = sum(a, as_array);
+        static_assert(std::is_same_v<typename decltype(sa)::value_type, C>);
+        CHECK(close_c(to_host(sa)[0], s, 1e-5, t));
+        // prod over values on the unit circle stays finite: the product of e^{i theta_k}
+        if (n <= 4096) {
+          std::vector<C> uv(n);
+          sc<double> pw = 1;
+          for (std::size_t i = 0; i < n; ++i) {
+            uv[i] = C(std::polar(T(1), T(av[i].real())));
+            pw *= sc<double>(ref(uv[i]));
+          }
+          const auto u = from_host(uv, {rows, cols}, np.p);
+          CHECK(close_c(prod(u), pw, 1e-4, std::is_same_v<T, float> ? 1e-3 : 1e-10));
+        }
+      }
+    }
+  }
+}
+
+TEST_CASE_TEMPLATE("complex reductions along dims: sum, mean, prod, norm", T, float, double) {
+  using C = complex<T>;
+  for (const auto& ds : device_sets()) {
+    for (const Dims shape : {Dims{4, 0, 3}, Dims{1, 1, 1}, Dims{7, 5, 3}, Dims{33, 17, 9}, Dims{257, 3, 5}}) {
+      for (const auto& np : placements(3, ds)) {
+        const auto n = static_cast<std::size_t>(volume(shape));
+        const auto av = random_complex<T>(n);
+        const auto a = make<3>(av, shape, np.p);
+        for (int d = 0; d < 3; ++d) {
+          INFO("device set " << set_name(ds) << ", shape " << dims_string(shape) << ", " << np.name << ", dim " << d);
+          Dims out = shape;
+          out[static_cast<std::size_t>(d)] = 1;
+          const auto m = static_cast<std::size_t>(volume(out));
+          std::vector<sc<double>> s(m, 0.0);
+          std::vector<double> sq(m, 0.0);
+          for (index_t k = 0; k < shape[2]; ++k)
+            for (index_t j = 0; j < shape[1]; ++j)
+              for (index_t i = 0; i < shape[0]; ++i) {
+                index_t o[3] = {i, j, k};
+                o[d] = 0;
+                const auto oi = static_cast<std::size_t>(o[0] + out[0] * (o[1] + out[1] * o[2]));
+                const sc<double> x(ref(av[static_cast<std::size_t>(i + shape[0] * (j + shape[1] * k))]));
+                s[oi] += x;
+                sq[oi] += std::norm(x);
+              }
+          const double t = (std::is_same_v<T, float> ? 1e-5 : 1e-12) * (1 + std::sqrt(double(shape[static_cast<std::size_t>(d)])));
+          const auto sd = sum(a, dims(d));
+          static_assert(std::is_same_v<decltype(sd), const Array<C, 3>>);
+          check_c(to_host(sd), s, 1e-5, t, "sum(a, dims(d))");
+          const auto red = double(shape[static_cast<std::size_t>(d)]);
+          if (red > 0) {
+            std::vector<sc<double>> mw(m);
+            for (std::size_t i = 0; i < m; ++i) mw[i] = s[i] / red;
+            check_c(to_host(mean(a, dims(d))), mw, 1e-5, 1e-6, "mean(a, dims(d))");
+          }
+          check_c(to_host(sum(abs2(a), dims(d))), sq, 1e-5, t, "sum(abs2(a), dims(d))");
+          std::vector<double> nw(m);
+          for (std::size_t i = 0; i < m; ++i) nw[i] = std::sqrt(sq[i]);
+          check_c(to_host(norm(a, dims(d))), nw, 1e-5, 1e-5, "norm(a, dims(d))");
+          // two dims at once
+          if (d == 0) {
+            const auto s02 = to_host(sum(a, dims(0, 2)));
+            REQUIRE(s02.size() == static_cast<std::size_t>(shape[1]));
+            for (index_t j = 0; j < shape[1]; ++j) {
+              sc<double> w = 0;
+              for (index_t k = 0; k < shape[2]; ++k)
+                for (index_t i = 0; i < shape[0]; ++i)
+                  w += sc<double>(ref(av[static_cast<std::size_t>(i + shape[0] * (j + shape[1] * k))]));
+              CHECK(close_c(s02[static_cast<std::size_t>(j)], w, 1e-5, 1e-4));
+            }
+          }
+        }
+      }
+    }
+  }
+}
+
+// NVIDIA/MatX#1242: sum(abs2(d), dims(2)) of a 5000 x 400 x 5 complex<float> array. abs2 gives
+// float, so this is a real reduction over the last (shard) dim; full size on GPUs, a tenth of each
+// of the first two dims on host devices.
+TEST_CASE("MatX#1242: sum(abs2(d), dims(2)) of a complex<float> array") {
+  const bool gpu = cuda_variant();
+  const index_t n0 = gpu ? 5000 : 500, n1 = gpu ? 400 : 40, n2 = 5;
+  for (const auto& ds : device_sets()) {
+    const auto n = static_cast<std::size_t>(n0 * n1 * n2);
+    const auto dv = random_complex<float>(n);
+    std::vector<double> want(static_cast<std::size_t>(n0 * n1), 0.0);
+    for (index_t k = 0; k < n2; ++k)
+      for (std::size_t o = 0; o < want.size(); ++o) want[o] += std::norm(sc<double>(ref(dv[o + want.size() * static_cast<std::size_t>(k)])));
+    for (const auto& p : {shard(2, ds), shard(0, ds), on(ds.back())}) {
+      INFO("device set " << set_name(ds) << ", " << n0 << "x" << n1 << "x" << n2);
+      const auto d = from_host(dv, {n0, n1, n2}, p);
+      const auto s = sum(abs2(d), dims(2));
+      static_assert(std::is_same_v<decltype(s), const Array<float, 3>>);
+      CHECK(s.shape() == Shape<3>{n0, n1, 1});
+      check_c(to_host(s), want, 1e-5, 1e-5, "sum(abs2(d), dims(2))");
+    }
+  }
+}
