@@ -4,8 +4,9 @@
 // result over devices() (every rank's devices) is compared bit for bit with the same work on as
 // many rank-private host devices of this process, which has the same blocks and the same order of
 // operations: elementwise work, host reads (to_host, at, pitched rows), full reductions (to the
-// host and as arrays), reductions along dims, collectives, copies and halo exchanges between
-// ranks, scans, sorts and matrix-vector products. Mismatched calls must be named on every rank, and the library must keep working after.
+// host and as arrays), reductions along dims, collectives (integer allreduce through
+// MPI_Allreduce), copies and halo exchanges between ranks, scans, sorts and matrix-vector products.
+// Mismatched calls must be named on every rank, and the library must keep working after.
 //
 // Host values come from fixed seeds so that every rank holds the same ones (SPMD).
 #include "test_support.hpp"
@@ -32,7 +33,7 @@ std::vector<T> values(std::size_t n, std::uint64_t seed, double lo = -2.0, doubl
   std::vector<T> v(n);
   if constexpr (std::is_integral_v<T>) {
     std::uniform_int_distribution<long long> d(static_cast<long long>(lo * 10), static_cast<long long>(hi * 10));
-    for (auto& x : v) x = static_cast<T>(d(g));
+    for (std::size_t i = 0; i < n; ++i) v[i] = static_cast<T>(d(g));  // indices: std::vector<bool> too
   } else {
     std::uniform_real_distribution<double> d(lo, hi);
     for (auto& x : v) x = static_cast<T>(d(g));
@@ -242,6 +243,79 @@ TEST_CASE("reductions along dims, collectives and copies between ranks") {
   Array<std::int32_t, 1> counts = ones<std::int32_t>({7}, replicate());
   allreduce(counts, reduce_op::sum);
   for (std::int32_t c : to_host(counts)) CHECK(c == P);
+}
+
+// Every device of D writes its own values into its replica (each rank its own devices); the same
+// values go into the one-process reference over R. Then allreduce(op) on both must agree bit for
+// bit, in every replica of this rank (integers and bools go through one MPI_Allreduce).
+template <class T>
+void check_allreduce(const DeviceSet& D, const DeviceSet& R, reduce_op op, std::uint64_t seed, double lo, double hi) {
+  const index_t k = 1001;
+  Array<T, 1> x = zeros<T>({k}, replicate(D));
+  Array<T, 1> rx = zeros<T>({k}, replicate(R));
+  for (std::size_t s = 0; s < D.size(); ++s) {
+    const auto part = values<T>(static_cast<std::size_t>(k), seed + s, lo, hi);
+    T* ref = rx.host_data(static_cast<int>(s));
+    for (index_t i = 0; i < k; ++i) ref[i] = part[static_cast<std::size_t>(i)];
+    if (!distributed::is_local(D[s])) continue;
+    T* mine = x.host_data(static_cast<int>(s));
+    for (index_t i = 0; i < k; ++i) mine[i] = part[static_cast<std::size_t>(i)];
+  }
+  allreduce(x, op);
+  allreduce(rx, op);
+  const std::vector<T> want = to_host(rx);
+  check_bits(to_host(x), want);
+  for (std::size_t s = 0; s < D.size(); ++s) {
+    if (!distributed::is_local(D[s])) continue;
+    const T* h = x.host_data(static_cast<int>(s));
+    for (index_t i = 0; i < k; ++i) {
+      if (!same_bits<T>(h[i], want[static_cast<std::size_t>(i)])) {
+        FAIL_CHECK("replica " << s << " element " << i);
+        break;
+      }
+    }
+  }
+}
+
+TEST_CASE("integer and bool allreduce (MPI_Allreduce) equal one process bit for bit") {
+  if (!comparable()) return;
+  const DeviceSet D = devices(), R = reference_devices();
+  for (reduce_op op : {reduce_op::sum, reduce_op::prod, reduce_op::max, reduce_op::min}) {
+    INFO("op " << static_cast<int>(op));
+    // Values near the int32 range: sums and products wrap, the same on every path.
+    check_allreduce<std::int32_t>(D, R, op, 70, -2e8, 2e8);
+    check_allreduce<std::int64_t>(D, R, op, 71, -1e17, 1e17);
+    check_allreduce<bool>(D, R, op, 72, 0.0, 0.1);
+    check_allreduce<double>(D, R, op, 73, -1.0, 1.0);  // floating: the gathering path
+    if (D.size() > 1) {
+      // Replicated over the first and last device only: ranks between take part with nothing.
+      const DeviceSet ends{D.front(), D.back()}, rends{R.front(), R.back()};
+      check_allreduce<std::int32_t>(ends, rends, op, 74, -2e8, 2e8);
+      check_allreduce<std::int64_t>(ends, rends, op, 75, -1e17, 1e17);
+    }
+  }
+}
+
+TEST_CASE("host reads of every layout gather the global values in one exchange") {
+  if (!comparable()) return;
+  const DeviceSet D = devices();
+  const auto v = values<double>(3 * 7 * 40, 81);
+  // Sharded along the middle dimension: every part is pitched rows of the host array.
+  for (int dim = 0; dim < 3; ++dim) {
+    INFO("shard(" << dim << ")");
+    const Array<double, 3> a = from_host(v, {3, 7, 40}, shard(dim));
+    check_bits(to_host(a), v);
+    check_bits(to_host(a(_, range(1, 6), _)), to_host(eval(a(_, range(1, 6), _))));
+  }
+  // Replicated: the first replica's values, whichever rank holds it; one device: its rank's.
+  check_bits(to_host(from_host(v, {3, 7, 40}, replicate())), v);
+  check_bits(to_host(from_host(v, {3, 7, 40}, on(D.back()))), v);
+  const std::vector<std::int64_t> k = values<std::int64_t>(100003, 82, -1e6, 1e6);
+  check_bits(to_host(from_host(k, {100003})), k);
+  const Array<bool, 1> b = from_host(k, {100003}) > std::int64_t(0);
+  std::vector<bool> want(k.size());
+  for (std::size_t i = 0; i < k.size(); ++i) want[i] = k[i] > 0;
+  CHECK(to_host(b) == want);
 }
 
 TEST_CASE("scans, sorts and matrix-vector products across ranks equal one process") {

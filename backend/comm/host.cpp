@@ -10,7 +10,8 @@
 // Across processes (devices of several ranks), host devices first gather every send block they
 // need onto every rank (one MPI exchange, backend/comm/mpi.cpp), then run the same in-process
 // loops, writing only their own receive buffers: the same order of operations as one process, so
-// the same bits. GPUs go to NCCL with communicators spanning the ranks.
+// the same bits. Integer and byte allreduces, exact in any order, are one MPI_Allreduce instead.
+// GPUs go to NCCL with communicators spanning the ranks.
 #include <backend/comm/comm.hpp>
 #include <backend/comm/mpi.hpp>
 #include <backend/runtime/runtime.hpp>
@@ -20,6 +21,7 @@
 #include <cmath>
 #include <cstdint>
 #include <cstring>
+#include <limits>
 #include <memory>
 #include <string>
 #include <type_traits>
@@ -280,8 +282,37 @@ void ranks_allgather(const int* devices, int n, const void* const* send, void* c
     if (!rt::is_remote(devices[r])) std::memcpy(recv[r], all.data(), all.size());
 }
 
+// The element that leaves every other unchanged under `o` (what a rank without devices in the
+// list contributes).
+template <class T>
+T identity(op o) {
+  switch (o) {
+    case op::sum: return T(0);
+    case op::prod: return T(1);
+    case op::max: return std::numeric_limits<T>::lowest();
+    case op::min: return std::numeric_limits<T>::max();
+  }
+  return T(0);
+}
+
 void ranks_allreduce(const int* devices, int n, const void* const* send, void* const* recv, std::size_t count,
                      dtype t, op o) {
+  if (t == dtype::u8 || t == dtype::i32 || t == dtype::i64) {
+    // Wrapping sums and products, max and min of integers give the same bits in any order: each
+    // rank folds its own devices' blocks, and one MPI_Allreduce moves count elements per rank
+    // instead of every rank's blocks to every rank.
+    with_type(t, [&](auto tag) {
+      using T = decltype(tag);
+      std::vector<T> acc(count, identity<T>(o));
+      for (int r = 0; r < n; ++r)
+        if (!rt::is_remote(devices[r])) fold(o, acc.data(), static_cast<const T*>(send[r]), count);
+      dist::allreduce(acc.data(), count, t, o, "allreduce");
+      for (int r = 0; r < n; ++r)
+        if (!rt::is_remote(devices[r])) std::memcpy(recv[r], acc.data(), count * sizeof(T));
+    });
+    return;
+  }
+  // Floating values: every block to every rank, folded in list order, for one process's bits.
   const std::size_t block = count * size_of(t);
   const std::vector<char> all = gather_sends(devices, n, send, block, "allreduce");
   host_allreduce(n, blocks_of(all, n, block).data(), local_recv(devices, n, recv).data(), count, t, o);

@@ -11,6 +11,7 @@
 #include <tessera/distributed.hpp>
 
 #include <algorithm>
+#include <atomic>
 #include <chrono>
 #include <cstdlib>
 #include <cstring>
@@ -40,6 +41,11 @@ struct layer {
   int rank = 0, size = 1, local_rank = 0, local_size = 1;
   double timeout_s = 300;
   std::string broken;  // why the layer stopped (a timeout, an MPI error); empty while healthy
+  // Why this rank failed (fail(): NCCL work across ranks); MPI still works, so agree() can tell
+  // the other ranks. Its own lock: the watchdog thread sets it while a wait may hold `m`.
+  std::mutex failure_m;
+  std::string failure;
+  std::atomic<bool> failed{false};
 #if TESSERA_HAS_MPI
   MPI_Comm comm = MPI_COMM_NULL;  // a duplicate of MPI_COMM_WORLD: our messages only
 #endif
@@ -51,6 +57,13 @@ layer& lay() {
 }
 
 [[maybe_unused]] std::string rank_prefix() { return "tessera (rank " + std::to_string(lay().rank) + "): "; }
+
+std::string failure_text() {
+  layer& l = lay();
+  if (!l.failed.load(std::memory_order_acquire)) return {};
+  std::lock_guard<std::mutex> lock(l.failure_m);
+  return l.failure;
+}
 
 // Checks that the layer can take a collective call; the caller holds the lock.
 [[maybe_unused]] void require_live(const char* what) {
@@ -169,13 +182,6 @@ void wait(MPI_Request& req, MPI_Status* status, const std::string& what, int pee
   }
 }
 
-int as_count(std::size_t bytes, const std::string& what) {
-  if (bytes > static_cast<std::size_t>(std::numeric_limits<int>::max())) {
-    throw distributed_error(rank_prefix() + what + " moves " + std::to_string(bytes) +
-                            " bytes in one MPI call; this first version supports at most 2^31 - 1 bytes per rank");
-  }
-  return static_cast<int>(bytes);
-}
 #endif
 
 }  // namespace
@@ -183,6 +189,22 @@ int as_count(std::size_t bytes, const std::string& what) {
 bool spans_processes() { return lay().spans; }
 int world_rank() { return lay().rank; }
 int world_size() { return lay().size; }
+
+void fail(const std::string& reason) {
+  layer& l = lay();
+  std::lock_guard<std::mutex> lock(l.failure_m);
+  if (l.failure.empty()) l.failure = reason;
+  l.failed.store(true, std::memory_order_release);
+}
+
+void check_healthy(const char* what) {
+  const std::string f = failure_text();
+  if (f.empty()) return;
+  throw distributed_error(rank_prefix() + what + ": an earlier distributed operation failed (" + f +
+                          "); the job cannot continue (finalize() ends it)");
+}
+
+double timeout_seconds() { return lay().timeout_s; }
 
 void require_init(const char* what) {
   if (!lay().initialized) {
@@ -200,18 +222,34 @@ void agree(const char* what, std::uint64_t size) {
   std::lock_guard<std::mutex> lock(l.m);
   require_live(what);
   struct call_record {
-    char what[56];
+    char what[48];
     std::uint64_t size;
+    char failure[200];  // this rank's failure (fail()), cut to fit; empty while healthy
   };
   call_record mine{};
   std::strncpy(mine.what, what, sizeof mine.what - 1);
   mine.size = size;
+  const std::string own = failure_text();
+  std::strncpy(mine.failure, own.c_str(), sizeof mine.failure - 1);
   std::vector<call_record> all(static_cast<std::size_t>(l.size));
   MPI_Request req;
   const std::string name = std::string("the consistency check of ") + what;
   check(MPI_Iallgather(&mine, sizeof mine, MPI_BYTE, all.data(), sizeof mine, MPI_BYTE, l.comm, &req),
         "MPI_Iallgather", name);
   wait(req, MPI_STATUS_IGNORE, name);
+  // A failed rank takes part in the check, so every rank learns of it in this one round instead
+  // of each waiting out its own deadline on work the failed rank will never serve.
+  std::string failures;
+  for (std::size_t q = 0; q < all.size(); ++q) {
+    if (all[q].failure[0] == '\0') continue;
+    failures += (failures.empty() ? "rank " : "; rank ") + std::to_string(q) + ": " +
+                std::string(all[q].failure, strnlen(all[q].failure, sizeof all[q].failure));
+  }
+  if (!failures.empty()) {
+    fail("a peer rank failed (" + failures + ")");
+    throw distributed_error(rank_prefix() + what + " not started: an earlier distributed operation failed (" +
+                            failures + "); the job cannot continue (finalize() ends it)");
+  }
   bool same = true;
   for (const call_record& r : all) same = same && std::strcmp(r.what, mine.what) == 0 && r.size == mine.size;
   if (same) return;
@@ -272,39 +310,105 @@ void broadcast(void* data, std::size_t bytes, int root, const char* what) {
   }
 }
 
-void share_blocks(void* data, std::size_t n, std::size_t bytes, const int* owner, const char* what) {
+void share(void* const* blocks, const std::size_t* sizes, const int* owner, std::size_t n, const char* what) {
   layer& l = lay();
-  if (!l.spans || n == 0 || bytes == 0) return;
-  agree(what, n * bytes);
-  std::lock_guard<std::mutex> lock(l.m);
+  if (!l.spans || n == 0) return;
   const auto P = static_cast<std::size_t>(l.size);
   std::vector<std::size_t> per_rank(P, 0);
-  for (std::size_t i = 0; i < n; ++i) ++per_rank[static_cast<std::size_t>(owner[i])];
-  std::vector<int> counts(P), displs(P);
+  for (std::size_t i = 0; i < n; ++i) per_rank[static_cast<std::size_t>(owner[i])] += sizes[i];
   std::size_t total = 0;
-  for (std::size_t q = 0; q < P; ++q) {
-    counts[q] = as_count(per_rank[q] * bytes, what);
-    displs[q] = as_count(total, what);
-    total += per_rank[q] * bytes;
+  for (std::size_t b : per_rank) total += b;
+  agree(what, total);
+  if (total == 0) return;
+  std::lock_guard<std::mutex> lock(l.m);
+  // Each rank's blocks travel packed in block order; every rank knows every owner and size, so
+  // every rank unpacks them to the same places without a second exchange.
+  std::vector<std::size_t> base(P, 0);
+  for (std::size_t q = 1; q < P; ++q) base[q] = base[q - 1] + per_rank[q - 1];
+  std::vector<char> all(total);
+  for (std::size_t i = 0, at = base[static_cast<std::size_t>(l.rank)]; i < n; ++i) {
+    if (owner[i] != l.rank || sizes[i] == 0) continue;
+    std::memcpy(all.data() + at, blocks[i], sizes[i]);
+    at += sizes[i];
   }
-  (void)as_count(total, what);
-  // Blocks travel grouped by owner, each group in block order; every rank knows the owners, so
-  // every rank unpacks them to the same places.
-  auto* base = static_cast<char*>(data);
-  std::vector<char> mine(per_rank[static_cast<std::size_t>(l.rank)] * bytes), all(total);
-  for (std::size_t i = 0, k = 0; i < n; ++i)
-    if (owner[i] == l.rank) std::memcpy(mine.data() + (k++) * bytes, base + i * bytes, bytes);
-  MPI_Request req;
-  check(MPI_Iallgatherv(mine.data(), static_cast<int>(mine.size()), MPI_BYTE, all.data(), counts.data(),
-                        displs.data(), MPI_BYTE, l.comm, &req),
-        "MPI_Iallgatherv", what);
-  wait(req, MPI_STATUS_IGNORE, what);
-  std::vector<std::size_t> next(P);
-  for (std::size_t q = 0; q < P; ++q) next[q] = static_cast<std::size_t>(displs[q]);
+  // MPI counts and displacements are int: rounds of at most max_message bytes in all, each rank
+  // sending its next slice (in place: MPI_IN_PLACE reads this rank's slice from the receive buffer).
+  const std::size_t slice = std::max<std::size_t>(1, max_message / P);
+  std::vector<std::size_t> sent(P, 0);
+  std::vector<int> counts(P), displs(P);
+  std::vector<char> round;
+  for (bool more = true; more;) {
+    std::size_t in_round = 0;
+    for (std::size_t q = 0; q < P; ++q) {
+      counts[q] = static_cast<int>(std::min(slice, per_rank[q] - sent[q]));
+      displs[q] = static_cast<int>(in_round);
+      in_round += static_cast<std::size_t>(counts[q]);
+    }
+    // One round moves everything: straight into place. Otherwise through a staging buffer.
+    const bool direct = in_round == total;
+    if (direct) {
+      for (std::size_t q = 0; q < P; ++q) displs[q] = static_cast<int>(base[q]);
+    } else {
+      round.resize(in_round);
+      const auto me = static_cast<std::size_t>(l.rank);
+      std::memcpy(round.data() + displs[me], all.data() + base[me] + sent[me], static_cast<std::size_t>(counts[me]));
+    }
+    char* buffer = direct ? all.data() : round.data();
+    MPI_Request req;
+    check(MPI_Iallgatherv(MPI_IN_PLACE, 0, MPI_BYTE, buffer, counts.data(), displs.data(), MPI_BYTE, l.comm, &req),
+          "MPI_Iallgatherv", what);
+    wait(req, MPI_STATUS_IGNORE, what);
+    more = false;
+    for (std::size_t q = 0; q < P; ++q) {
+      if (!direct)
+        std::memcpy(all.data() + base[q] + sent[q], round.data() + displs[q], static_cast<std::size_t>(counts[q]));
+      sent[q] += static_cast<std::size_t>(counts[q]);
+      more = more || sent[q] < per_rank[q];
+    }
+  }
+  std::vector<std::size_t> next = base;
   for (std::size_t i = 0; i < n; ++i) {
     std::size_t& at = next[static_cast<std::size_t>(owner[i])];
-    if (owner[i] != l.rank) std::memcpy(base + i * bytes, all.data() + at, bytes);
-    at += bytes;
+    if (owner[i] != l.rank && sizes[i] != 0) std::memcpy(blocks[i], all.data() + at, sizes[i]);
+    at += sizes[i];
+  }
+}
+
+void share_blocks(void* data, std::size_t n, std::size_t bytes, const int* owner, const char* what) {
+  if (!lay().spans || n == 0 || bytes == 0) return;
+  std::vector<void*> blocks(n);
+  const std::vector<std::size_t> sizes(n, bytes);
+  for (std::size_t i = 0; i < n; ++i) blocks[i] = static_cast<char*>(data) + i * bytes;
+  share(blocks.data(), sizes.data(), owner, n, what);
+}
+
+void allreduce(void* data, std::size_t count, comm::dtype t, comm::op o, const char* what) {
+  // Sums and products as unsigned integers: they wrap like NCCL's and the host devices' (signed
+  // overflow would be undefined in MPI's C loops), with the same bits as signed two's complement.
+  const bool wraps = o == comm::op::sum || o == comm::op::prod;
+  MPI_Datatype type = MPI_DATATYPE_NULL;
+  std::size_t size = 0;
+  switch (t) {
+    case comm::dtype::u8: type = MPI_UINT8_T, size = 1; break;
+    case comm::dtype::i32: type = wraps ? MPI_UINT32_T : MPI_INT32_T, size = 4; break;
+    case comm::dtype::i64: type = wraps ? MPI_UINT64_T : MPI_INT64_T, size = 8; break;
+    default:
+      throw invalid_argument(std::string("tessera: ") + what +
+                             ": MPI_Allreduce is used for integer and byte types only (floating results would "
+                             "depend on MPI's order of operations)");
+  }
+  const MPI_Op op = o == comm::op::sum ? MPI_SUM : o == comm::op::prod ? MPI_PROD : o == comm::op::max ? MPI_MAX : MPI_MIN;
+  layer& l = lay();
+  if (!l.spans || count == 0) return;
+  agree(what, count * size);
+  std::lock_guard<std::mutex> lock(l.m);
+  const std::size_t per_call = max_message / size;
+  for (std::size_t at = 0; at < count; at += per_call) {
+    const int n = static_cast<int>(std::min(per_call, count - at));
+    MPI_Request req;
+    check(MPI_Iallreduce(MPI_IN_PLACE, static_cast<char*>(data) + at * size, n, type, op, l.comm, &req),
+          "MPI_Iallreduce", what);
+    wait(req, MPI_STATUS_IGNORE, what);
   }
 }
 
@@ -346,6 +450,11 @@ void agree(const char*, std::uint64_t) {}
 std::vector<std::vector<device_record>> exchange_devices(const std::vector<device_record>& mine) { return {mine}; }
 void broadcast(void*, std::size_t, int, const char*) {}
 void share_blocks(void*, std::size_t, std::size_t, const int*, const char*) {}
+void share(void* const*, const std::size_t*, const int*, std::size_t, const char*) {}
+void allreduce(void*, std::size_t, comm::dtype t, comm::op, const char* what) {
+  if (t == comm::dtype::f32 || t == comm::dtype::f64)
+    throw invalid_argument(std::string("tessera: ") + what + ": MPI_Allreduce is used for integer and byte types only");
+}
 void send(const void*, std::size_t, int to, const char* what) {
   throw distributed_error(std::string("tessera: ") + what + ": no rank " + std::to_string(to) +
                           " (this Tessera was built without MPI)");
@@ -426,8 +535,9 @@ void finalize() {
   l.initialized = false;
   l.finalized = true;
 #if TESSERA_HAS_MPI
-  if (l.comm != MPI_COMM_NULL && !l.broken.empty()) {
-    // A peer may be waiting forever in a collective we abandoned: end the whole job.
+  if (l.comm != MPI_COMM_NULL && (!l.broken.empty() || l.failed.load())) {
+    // A peer may be waiting forever in a collective we abandoned (or on NCCL work a failed rank
+    // will never serve): end the whole job.
     MPI_Abort(l.comm, 1);
   }
   if (l.comm != MPI_COMM_NULL) MPI_Comm_free(&l.comm);

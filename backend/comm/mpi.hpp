@@ -10,6 +10,8 @@
 // gives a distributed_error instead of a hang, and the layer is then marked broken (later calls
 // throw at once; finalize() aborts the job so that no rank waits forever).
 #pragma once
+#include <backend/comm/comm.hpp>
+
 #include <cstddef>
 #include <cstdint>
 #include <string>
@@ -33,15 +35,35 @@ struct device_record {
 std::vector<std::vector<device_record>> exchange_devices(const std::vector<device_record>& mine);
 
 // Checks that every rank makes the same call: `what` and `size` are compared across ranks, and a
-// difference throws distributed_error on every rank, naming what each rank called. Collective;
-// a no-op on one rank. Every function below except send/recv calls it first.
+// difference throws distributed_error on every rank, naming what each rank called. It also carries
+// each rank's failure (fail() below): when any rank has failed, every rank throws, naming it, and
+// the failure becomes every rank's. Collective; a no-op on one rank. Every function below except
+// send/recv calls it first.
 void agree(const char* what, std::uint64_t size);
+
+// Marks this rank failed: an NCCL collective spanning ranks failed or timed out here and its
+// communicators were aborted (nccl.cpp, watchdog.hpp). Waits and calls that need other ranks then
+// throw distributed_error naming `reason`, the next agree() tells every other rank (no second
+// timeout), and finalize() ends the job. The first reason is kept. Thread-safe, no MPI call.
+void fail(const std::string& reason);
+// Throws distributed_error, naming `what`, when this rank failed or the layer is broken; no MPI
+// call (the host waits call it after waiting on a device).
+void check_healthy(const char* what);
+// TESSERA_MPI_TIMEOUT in seconds (0: no deadline): also the deadline of NCCL work across ranks.
+double timeout_seconds();
 
 // `bytes` at `data` on `root` go to every rank. Collective.
 void broadcast(void* data, std::size_t bytes, int root, const char* what);
 // `n` blocks of `bytes` at `data`: block i is valid on rank owner[i] before the call, on every
 // rank after it. Collective.
 void share_blocks(void* data, std::size_t n, std::size_t bytes, const int* owner, const char* what);
+// The same for blocks of any size anywhere: block i, sizes[i] bytes at blocks[i], valid on rank
+// owner[i] before, on every rank after. One MPI_Allgatherv per GiB moved in all. Collective.
+void share(void* const* blocks, const std::size_t* sizes, const int* owner, std::size_t n, const char* what);
+// `count` elements of type t at `data` become, on every rank, `o` over every rank's elements:
+// one MPI_Allreduce. Integer and byte types only (u8, i32, i64: sums and products wrap, so any
+// order gives the same bits); floating types throw invalid_argument. Collective.
+void allreduce(void* data, std::size_t count, comm::dtype t, comm::op o, const char* what);
 // Point to point between two ranks, matched in program order (both sides name each other).
 // The receiver checks the size, so a mismatched pair is named rather than truncated.
 void send(const void* data, std::size_t bytes, int to, const char* what);

@@ -7,17 +7,36 @@
 // NCCL group over all ranks, each rank's operation queued on its device's Tessera stream, so it
 // is ordered after the kernels already queued there and before the ones queued next; the host
 // does not wait. One rank needs no NCCL: a stream-ordered device-to-device copy.
+//
+// Sets spanning ranks are where a peer can fail, so they are made differently:
+//  * non-blocking communicators (ncclConfig_t.blocking = 0): no NCCL call waits for a peer inside
+//    NCCL (creation and the first collective connect to peers); a call answered ncclInProgress is
+//    polled here (ready()) against TESSERA_MPI_TIMEOUT, and aborted past it;
+//  * every call first checks with the other ranks (dist::agree, one small MPI exchange), so that
+//    mismatched calls are named and a rank that failed earlier stops every rank before anything
+//    is queued;
+//  * each queued group is handed to the watchdog (watchdog.hpp) with an event before and after it
+//    on each of this rank's devices: a collective that fails or outlives the deadline is aborted
+//    (ncclCommAbort), which lets waits behind it return, and the rank is marked failed
+//    (dist::fail), so the waits and every rank's next call throw distributed_error. A failure
+//    across ranks is final: the communicators are not recreated (that would need every rank to
+//    agree on it); finalize() ends the job.
 #include <backend/comm/comm.hpp>
 #include <backend/comm/mpi.hpp>
+#include <backend/comm/watchdog.hpp>
 #include <backend/runtime/state.hpp>
+#include <tessera/distributed.hpp>
 
 #if TESSERA_HAS_CUDA
 #include <nccl.h>
 
+#include <chrono>
 #include <cstdlib>
 #include <map>
+#include <memory>
 #include <mutex>
 #include <string>
+#include <thread>
 #include <vector>
 
 namespace tessera::detail::comm::nccl {
@@ -73,12 +92,28 @@ std::size_t size_of(dtype t) { return t == dtype::u8 ? 1 : (t == dtype::i32 || t
 // communicator from a static destructor runs after (or while) the CUDA runtime tears down its
 // contexts at exit, and ncclCommDestroy then touches freed streams and memory: a crash or a hang
 // at exit instead of a clean one. The process's exit releases everything anyway.
+struct comm_set {
+  std::vector<ncclComm_t> comms;  // one per listed device; null for another rank's
+  bool across = false;            // spans ranks: non-blocking communicators, watched
+  // Guards `aborted` and the communicators' lives against the watchdog: held while they are polled
+  // or aborted (never while queueing: NCCL allows queueing while another thread polls).
+  std::mutex m;
+  bool aborted = false;
+  // ncclCommAbort on every communicator, once; the caller holds `m`.
+  void abort_locked() {
+    if (aborted) return;
+    aborted = true;
+    for (ncclComm_t c : comms)
+      if (c != nullptr) (void)ncclCommAbort(c);
+  }
+};
+
 struct registry {
   // Guards the map and is held while a group is queued: two threads queueing collectives over
   // overlapping devices in different orders would deadlock on the devices' streams, so every
-  // group is queued whole before the next one starts.
+  // group is queued whole before the next one starts. Taken before a set's `m`, never after.
   std::mutex m;
-  std::map<std::vector<int>, std::vector<ncclComm_t>> sets;
+  std::map<std::vector<int>, std::shared_ptr<comm_set>> sets;
 };
 
 registry& reg() {
@@ -90,8 +125,10 @@ registry& reg() {
 void discard(registry& rg, const std::vector<int>& key) {
   auto it = rg.sets.find(key);
   if (it == rg.sets.end()) return;
-  for (ncclComm_t c : it->second)
-    if (c != nullptr) (void)ncclCommAbort(c);
+  {
+    std::lock_guard<std::mutex> lock(it->second->m);
+    it->second->abort_locked();
+  }
   rg.sets.erase(it);
 }
 
@@ -111,11 +148,110 @@ std::string async_errors(const std::vector<ncclComm_t>& comms, const int* device
   return s;
 }
 
+// A set spanning ranks failed here: abort it, mark the rank failed (the other ranks learn it at
+// their next call, or time out on the collective) and throw. The caller holds the registry lock.
+[[noreturn]] void fail_across(comm_set& set, const std::string& reason) {
+  {
+    std::lock_guard<std::mutex> lock(set.m);
+    set.abort_locked();
+  }
+  dist::fail(reason);
+  throw distributed_error("tessera (rank " + std::to_string(dist::world_rank()) + "): " + reason);
+}
+
+// Waits until no communicator of a non-blocking set has an operation in progress (ncclInProgress:
+// being set up or queued), polling, against the layer's deadline.
+void ready(comm_set& set, const char* what, const int* devices, int n) {
+  const double timeout = dist::timeout_seconds();
+  const auto start = std::chrono::steady_clock::now();
+  for (unsigned spins = 0;; ++spins) {
+    bool busy = false;
+    for (int r = 0; r < n; ++r) {
+      ncclComm_t c = set.comms[static_cast<std::size_t>(r)];
+      if (c == nullptr) continue;
+      ncclResult_t a = ncclSuccess;
+      const ncclResult_t e = ncclCommGetAsyncError(c, &a);
+      if (e != ncclSuccess) a = e;
+      if (a == ncclInProgress) busy = true;
+      else if (a != ncclSuccess)
+        fail_across(set, std::string(what) + " failed on " + rank_name(devices, n, r) + ": " + ncclGetErrorString(a) +
+                             last_error(c) + "; its communicators were aborted");
+    }
+    if (!busy) return;
+    const double waited = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+    if (timeout > 0 && waited > timeout) {
+      fail_across(set, std::string(what) + " over " + device_list(devices, n) + " was not ready within " +
+                           std::to_string(static_cast<long long>(timeout)) +
+                           " s: a peer rank died, hangs, or made a different call; TESSERA_MPI_TIMEOUT sets the "
+                           "limit; its communicators were aborted");
+    }
+    if (spins > 64) std::this_thread::sleep_for(std::chrono::microseconds(spins > 20000 ? 500 : 10));
+  }
+}
+
+// One collective queued on this rank's devices of a set spanning ranks, as the watchdog sees it.
+class queued_group final : public inflight {
+ public:
+  queued_group(std::shared_ptr<comm_set> set, std::string name) : set_(std::move(set)), name_(std::move(name)) {}
+  ~queued_group() override {
+    for (cudaEvent_t e : before_) (void)cudaEventDestroy(e);  // released once recorded work is done
+    for (cudaEvent_t e : after_) (void)cudaEventDestroy(e);
+  }
+  // Records an event on `stream` (the current device's): before the group, then after it.
+  void mark(cudaStream_t stream, int device, bool after) {
+    cudaEvent_t e = nullptr;
+    rt::cuda_check(cudaEventCreateWithFlags(&e, cudaEventDisableTiming), "cudaEventCreateWithFlags",
+                   rt::info(device).ordinal);
+    (after ? after_ : before_).push_back(e);
+    rt::cuda_check(cudaEventRecord(e, stream), "cudaEventRecord", rt::info(device).ordinal);
+  }
+  state poll() override {
+    state s{.started = done(before_), .finished = done(after_), .error = {}};
+    std::lock_guard<std::mutex> lock(set_->m);
+    if (set_->aborted) {
+      s.error = "its communicators were aborted";
+      return s;
+    }
+    for (ncclComm_t c : set_->comms) {
+      if (c == nullptr) continue;
+      ncclResult_t a = ncclSuccess;
+      const ncclResult_t e = ncclCommGetAsyncError(c, &a);
+      if (e != ncclSuccess) a = e;
+      if (a != ncclSuccess && a != ncclInProgress) {
+        s.error = std::string(ncclGetErrorString(a)) + last_error(c);
+        break;
+      }
+    }
+    return s;
+  }
+  void abort() override {
+    std::lock_guard<std::mutex> outer(reg().m);  // not while another thread queues on these
+    std::lock_guard<std::mutex> lock(set_->m);
+    set_->abort_locked();
+  }
+  std::string name() const override { return name_; }
+
+ private:
+  static bool done(const std::vector<cudaEvent_t>& events) {
+    for (cudaEvent_t e : events) {
+      const cudaError_t q = cudaEventQuery(e);
+      if (q == cudaErrorNotReady) return false;
+      (void)cudaGetLastError();  // another error (the runtime unloading at exit): nothing to wait for
+    }
+    return true;
+  }
+  std::shared_ptr<comm_set> set_;
+  std::string name_;
+  std::vector<cudaEvent_t> before_, after_;
+};
+
 // One communicator per device of this rank in a list spanning ranks: list rank r is NCCL rank r.
 // The first device's rank makes the unique id and every rank receives it (also ranks without a
 // device in the list: the broadcast is collective, and they then cache an empty set, so that the
-// next call over these devices finds the set on every rank alike).
-void init_across_ranks(std::vector<ncclComm_t>& comms, const int* devices, int n) {
+// next call over these devices finds the set on every rank alike). Non-blocking: a peer that
+// never comes is a timeout here, not a hang inside ncclCommInitRank.
+void init_across_ranks(comm_set& set, const int* devices, int n) {
+  std::vector<ncclComm_t>& comms = set.comms;
   ncclUniqueId id{};
   const int root = rt::info(devices[0]).rank;
   if (root == dist::world_rank()) {
@@ -130,34 +266,49 @@ void init_across_ranks(std::vector<ncclComm_t>& comms, const int* devices, int n
   for (int r = 0; r < n && failed < 0; ++r) {
     if (rt::is_remote(devices[r])) continue;
     rt::set_device(devices[r]);
-    failure = ncclCommInitRank(&comms[static_cast<std::size_t>(r)], n, id, r);
-    if (failure != ncclSuccess) failed = r;
+    ncclConfig_t config = NCCL_CONFIG_INITIALIZER;
+    config.blocking = 0;
+    failure = ncclCommInitRankConfig(&comms[static_cast<std::size_t>(r)], n, id, r, &config);
+    if (failure != ncclSuccess && failure != ncclInProgress) failed = r;
   }
   const ncclResult_t end = ncclGroupEnd();
   (void)rt::get_cuda_device();  // NCCL switched devices behind the runtime's per-thread cache
-  if (failed >= 0) fail("ncclCommInitRank", rank_name(devices, n, failed), failure, nullptr);
-  if (end != ncclSuccess) fail("ncclGroupEnd (ncclCommInitRank)", "devices " + device_list(devices, n), end, nullptr);
+  if (failed >= 0) {
+    const std::string why = std::string("ncclCommInitRankConfig failed on ") + rank_name(devices, n, failed) + ": " +
+                            ncclGetErrorString(failure);
+    fail_across(set, why);
+  }
+  if (end != ncclSuccess && end != ncclInProgress) {
+    fail_across(set, std::string("ncclGroupEnd (ncclCommInitRankConfig) failed over ") + device_list(devices, n) +
+                         ": " + ncclGetErrorString(end));
+  }
+  ready(set, "ncclCommInitRankConfig", devices, n);
 }
 
 // The set for `devices` (caller holds rg.m), created on first use.
-std::vector<ncclComm_t>& comms_for(registry& rg, const int* devices, int n, const std::vector<int>& key) {
+std::shared_ptr<comm_set> set_for(registry& rg, const int* devices, int n, const std::vector<int>& key, bool across) {
   auto it = rg.sets.find(key);
   if (it != rg.sets.end()) return it->second;
   // NVLink SHARP (NVLS) reserves multicast memory per communicator and fails on machines where
   // multicast objects are not available to us; it must stay off. A value the user set wins.
   setenv("NCCL_NVLS_ENABLE", "0", 0);
-  std::vector<ncclComm_t> comms(static_cast<std::size_t>(n), nullptr);
-  if (rt::crosses_ranks(devices, static_cast<std::size_t>(n), "an NCCL communicator")) {
-    init_across_ranks(comms, devices, n);
-    return rg.sets.emplace(key, std::move(comms)).first->second;
+  auto set = std::make_shared<comm_set>();
+  set->comms.assign(static_cast<std::size_t>(n), nullptr);
+  set->across = across;
+  if (across) {
+    // Cached before it is made: a failure leaves it aborted in the registry, so that no rank
+    // recreates a set its peers gave up on.
+    rg.sets.emplace(key, set);
+    init_across_ranks(*set, devices, n);
+    return set;
   }
   std::vector<int> ordinals(static_cast<std::size_t>(n));
   for (int r = 0; r < n; ++r) ordinals[static_cast<std::size_t>(r)] = rt::info(devices[r]).ordinal;
-  const ncclResult_t e = ncclCommInitAll(comms.data(), n, ordinals.data());
+  const ncclResult_t e = ncclCommInitAll(set->comms.data(), n, ordinals.data());
   // ncclCommInitAll switches devices behind the runtime's per-thread cache: re-read it.
   (void)rt::get_cuda_device();
   if (e != ncclSuccess) fail("ncclCommInitAll", "devices " + device_list(devices, n), e, nullptr);
-  return rg.sets.emplace(key, std::move(comms)).first->second;
+  return rg.sets.emplace(key, std::move(set)).first->second;
 }
 
 cudaStream_t stream_of(int device) { return static_cast<cudaStream_t>(rt::stream(device)); }
@@ -172,24 +323,42 @@ void copy_one(int device, void* dst, const void* src, std::size_t bytes) {
 }
 
 // Queues `call(rank, comm, stream)` for every rank inside one NCCL group. `what` names the NCCL
-// call in errors.
+// call in errors; `bytes` (per device) goes into the consistency check across ranks.
 template <class Call>
-void run_group(const char* what, const int* devices, int n, Call&& call) {
+void run_group(const char* what, const int* devices, int n, std::size_t bytes, Call&& call) {
+  const bool across = rt::crosses_ranks(devices, static_cast<std::size_t>(n), what);
+  // Before anything is queued or created: a mismatched call, or a rank that failed earlier, is
+  // named on every rank here instead of hanging in NCCL.
+  if (across) dist::agree(what, bytes);
   rt::device_restorer guard;
   registry& rg = reg();
   std::lock_guard<std::mutex> lock(rg.m);
   std::vector<int> key(static_cast<std::size_t>(n));
   // Device ids: equal to CUDA ordinals for this process's GPUs, and distinct for other ranks'.
   for (int r = 0; r < n; ++r) key[static_cast<std::size_t>(r)] = devices[r];
-  std::vector<ncclComm_t>& comms = comms_for(rg, devices, n, key);
-  // A communicator broken by an earlier failure would never complete: report, and start afresh
-  // on the next call.
-  if (std::string stale = async_errors(comms, devices, n); !stale.empty()) {
+  const std::shared_ptr<comm_set> set = set_for(rg, devices, n, key, across);
+  std::vector<ncclComm_t>& comms = set->comms;
+  if (across) {
+    bool aborted = false;
+    {
+      std::lock_guard<std::mutex> set_lock(set->m);
+      aborted = set->aborted;
+    }
+    if (aborted) dist::check_healthy(what);  // an abort always comes with the rank's failure
+    if (aborted) throw distributed_error(std::string("tessera: ") + what + ": its communicators were aborted");
+    // An error raised while nothing was in flight (so unseen by the watchdog) is final here too.
+    if (std::string stale = async_errors(comms, devices, n); !stale.empty())
+      fail_across(*set, std::string(what) + " over " + device_list(devices, n) + " not started" + stale);
+  } else if (std::string stale = async_errors(comms, devices, n); !stale.empty()) {
+    // A communicator broken by an earlier failure would never complete: report, and start afresh
+    // on the next call.
     discard(rg, key);
     throw backend_error(std::string("tessera: ") + what + " over " + device_list(devices, n) +
                         " not started: an earlier collective on these devices failed" + stale +
                         "; the communicators were aborted and will be recreated by the next call");
   }
+  std::shared_ptr<queued_group> watched;
+  if (across) watched = std::make_shared<queued_group>(set, std::string(what) + " over " + device_list(devices, n));
   if (const ncclResult_t e = ncclGroupStart(); e != ncclSuccess)
     fail("ncclGroupStart", "devices " + device_list(devices, n), e, nullptr);
   int failed = -1;
@@ -198,8 +367,9 @@ void run_group(const char* what, const int* devices, int n, Call&& call) {
     for (int r = 0; r < n; ++r) {
       if (rt::is_remote(devices[r])) continue;  // queued by its own rank
       rt::set_device(devices[r]);
+      if (watched) watched->mark(stream_of(devices[r]), devices[r], false);
       const ncclResult_t e = call(r, comms[static_cast<std::size_t>(r)], stream_of(devices[r]));
-      if (e != ncclSuccess) {
+      if (e != ncclSuccess && !(across && e == ncclInProgress)) {
         failed = r;
         failure = e;
         break;
@@ -211,6 +381,24 @@ void run_group(const char* what, const int* devices, int n, Call&& call) {
   }
   // With a failed operation inside, ncclGroupEnd reports the error and launches nothing.
   const ncclResult_t end = ncclGroupEnd();
+  if (across) {
+    if (failed >= 0) {
+      fail_across(*set, std::string(what) + " failed on " + rank_name(devices, n, failed) + ": " +
+                            ncclGetErrorString(failure) + last_error(comms[static_cast<std::size_t>(failed)]));
+    }
+    if (end != ncclSuccess && end != ncclInProgress) {
+      fail_across(*set, std::string("ncclGroupEnd failed for ") + what + " over " + device_list(devices, n) + ": " +
+                            ncclGetErrorString(end));
+    }
+    ready(*set, what, devices, n);  // queued on every stream of this rank (or failed, named)
+    for (int r = 0; r < n; ++r) {
+      if (rt::is_remote(devices[r])) continue;
+      rt::set_device(devices[r]);
+      watched->mark(stream_of(devices[r]), devices[r], true);
+    }
+    watch_in_background(std::move(watched));
+    return;
+  }
   if (failed >= 0) {
     fail(what, rank_name(devices, n, failed), failure, comms[static_cast<std::size_t>(failed)]);
   }
@@ -230,7 +418,7 @@ void run_group(const char* what, const int* devices, int n, Call&& call) {
 
 void allgather(const int* devices, int n, const void* const* send, void* const* recv, std::size_t bytes) {
   if (n == 1) return copy_one(devices[0], recv[0], send[0], bytes);
-  run_group("ncclAllGather", devices, n, [&](int r, ncclComm_t c, cudaStream_t s) {
+  run_group("ncclAllGather", devices, n, bytes, [&](int r, ncclComm_t c, cudaStream_t s) {
     return ncclAllGather(send[r], recv[r], bytes, ncclChar, c, s);
   });
 }
@@ -240,14 +428,14 @@ void allreduce(const int* devices, int n, const void* const* send, void* const* 
   if (n == 1) return copy_one(devices[0], recv[0], send[0], count * size_of(t));
   const ncclDataType_t type = nccl_type(t);
   const ncclRedOp_t red = nccl_op(o);
-  run_group("ncclAllReduce", devices, n, [&](int r, ncclComm_t c, cudaStream_t s) {
+  run_group("ncclAllReduce", devices, n, count * size_of(t), [&](int r, ncclComm_t c, cudaStream_t s) {
     return ncclAllReduce(send[r], recv[r], count, type, red, c, s);
   });
 }
 
 void broadcast(const int* devices, int n, int root, const void* const* send, void* const* recv, std::size_t bytes) {
   if (n == 1) return copy_one(devices[0], recv[0], send[0], bytes);
-  run_group("ncclBroadcast", devices, n, [&](int r, ncclComm_t c, cudaStream_t s) {
+  run_group("ncclBroadcast", devices, n, bytes, [&](int r, ncclComm_t c, cudaStream_t s) {
     // Only the root's send buffer is read; other ranks pass their receive buffer (in place).
     return ncclBroadcast(r == root ? send[r] : recv[r], recv[r], bytes, ncclChar, root, c, s);
   });
@@ -258,7 +446,7 @@ void reduce_scatter(const int* devices, int n, const void* const* send, void* co
   if (n == 1) return copy_one(devices[0], recv[0], send[0], count * size_of(t));
   const ncclDataType_t type = nccl_type(t);
   const ncclRedOp_t red = nccl_op(o);
-  run_group("ncclReduceScatter", devices, n, [&](int r, ncclComm_t c, cudaStream_t s) {
+  run_group("ncclReduceScatter", devices, n, count * size_of(t), [&](int r, ncclComm_t c, cudaStream_t s) {
     return ncclReduceScatter(send[r], recv[r], count, type, red, c, s);
   });
 }

@@ -358,8 +358,12 @@ void restore_cuda_device(int ordinal) {
 void synchronize_device(int device_id) {
   (void)info(device_id);
 #if TESSERA_HAS_CUDA
-  if (is_gpu(get(), device_id))
+  if (is_gpu(get(), device_id)) {
     cuda_check(cudaStreamSynchronize(gpu(device_id).stream), "cudaStreamSynchronize", device_id);
+    // Across processes the wait may have ended because the watchdog aborted NCCL work that a
+    // failed peer would never serve: what the stream computed is then not to be trusted.
+    if (dist::spans_processes()) dist::check_healthy("a wait on a GPU");
+  }
 #endif
 }
 

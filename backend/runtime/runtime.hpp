@@ -198,8 +198,8 @@ void copy_between_2d(int dst_device, void* dst, std::size_t dst_pitch, int src_d
                      std::size_t src_pitch, std::size_t width, std::size_t height);
 
 // -- host transfers (through pinned staging buffers; each call waits for the copy) ------------
-// Across processes copy_to_host is collective: the device's rank broadcasts the rows, so every
-// rank reads the same global values (to_host, at, printing); copy_from_host writes only devices of
+// Across processes copy_to_host is collective: the device's rank sends the rows to every rank, so
+// every rank reads the same global values (to_host, at, printing); copy_from_host writes only devices of
 // this rank (each rank fills its own parts from its own host values) and is a no-op for others.
 // Each GPU owns two pinned staging chunks of this size (allocated on its first transfer); a
 // larger transfer is split into chunks and double-buffered.
@@ -211,5 +211,17 @@ void copy_to_host(int device_id, void* dst, std::size_t dst_pitch, const void* s
                   std::size_t src_pitch, std::size_t width, std::size_t height);
 void copy_from_host(int device_id, void* dst, std::size_t dst_pitch, const void* src,
                     std::size_t src_pitch, std::size_t width, std::size_t height);
+// One region of a host read: the arguments of copy_to_host.
+struct host_region {
+  int device;
+  void* dst;
+  std::size_t dst_pitch;
+  const void* src;
+  std::size_t src_pitch, width, height;
+};
+// Reads several regions to the host, each as copy_to_host does. Across processes (collective then)
+// each rank reads its own devices' regions and one exchange gives every rank all of them (one
+// MPI_Allgatherv, where a copy_to_host per region would be one broadcast each).
+void copy_regions_to_host(const host_region* regions, std::size_t n);
 
 }  // namespace tessera::detail::rt

@@ -152,20 +152,50 @@ void local_copy_from_host(int device_id, void* dst, std::size_t dst_pitch, const
   host_copy(static_cast<char*>(dst), dst_pitch, static_cast<const char*>(src), src_pitch, width, height);
 }
 
+void copy_regions_to_host(const host_region* regions, std::size_t n) {
+  std::vector<int> ids(n);
+  for (std::size_t i = 0; i < n; ++i) ids[i] = regions[i].device;
+  if (!crosses_ranks(ids.data(), n, "a host read")) {
+    for (std::size_t i = 0; i < n; ++i) {
+      const host_region& r = regions[i];
+      local_copy_to_host(r.device, r.dst, r.dst_pitch, r.src, r.src_pitch, r.width, r.height);
+    }
+    return;
+  }
+  // Each rank reads its own regions into place; then every region's rows travel packed (a region
+  // that is one contiguous run travels from and to its place directly) in one exchange.
+  std::vector<host_region> norm(regions, regions + n);
+  std::vector<std::vector<char>> packed(n);
+  std::vector<void*> blocks(n, nullptr);
+  std::vector<std::size_t> sizes(n, 0);
+  std::vector<int> owner(n);
+  for (std::size_t i = 0; i < n; ++i) {
+    host_region& r = norm[i];
+    owner[i] = info(r.device).rank;
+    if (!normalize("copy_to_host", r.device, r.dst_pitch, r.src_pitch, r.width, r.height)) continue;
+    sizes[i] = r.width * r.height;
+    const bool mine = !is_remote(r.device);
+    if (mine) local_copy_to_host(r.device, r.dst, r.dst_pitch, r.src, r.src_pitch, r.width, r.height);
+    if (r.height == 1) {
+      blocks[i] = r.dst;
+      continue;
+    }
+    packed[i].resize(sizes[i]);
+    blocks[i] = packed[i].data();
+    if (mine) host_copy(packed[i].data(), r.width, static_cast<const char*>(r.dst), r.dst_pitch, r.width, r.height);
+  }
+  dist::share(blocks.data(), sizes.data(), owner.data(), n, "a host read (to_host, at)");
+  for (std::size_t i = 0; i < n; ++i) {
+    const host_region& r = norm[i];
+    if (sizes[i] != 0 && r.height > 1 && is_remote(r.device))
+      host_copy(static_cast<char*>(r.dst), r.dst_pitch, packed[i].data(), r.width, r.width, r.height);
+  }
+}
+
 void copy_to_host(int device_id, void* dst, std::size_t dst_pitch, const void* src, std::size_t src_pitch,
                   std::size_t width, std::size_t height) {
-  if (!is_shared(device_id)) return local_copy_to_host(device_id, dst, dst_pitch, src, src_pitch, width, height);
-  if (!normalize("copy_to_host", device_id, dst_pitch, src_pitch, width, height)) return;
-  // Across processes: the owner reads its rows, then broadcasts them, packed when the host rows
-  // are not contiguous, so every rank holds the same values.
-  const bool mine = !is_remote(device_id);
-  if (mine) local_copy_to_host(device_id, dst, dst_pitch, src, src_pitch, width, height);
-  const int owner = info(device_id).rank;
-  if (height == 1) return dist::broadcast(dst, width, owner, "a host read (to_host, at)");
-  std::vector<char> packed(width * height);
-  if (mine) host_copy(packed.data(), width, static_cast<const char*>(dst), dst_pitch, width, height);
-  dist::broadcast(packed.data(), packed.size(), owner, "a host read (to_host, at)");
-  if (!mine) host_copy(static_cast<char*>(dst), dst_pitch, packed.data(), width, width, height);
+  const host_region r{device_id, dst, dst_pitch, src, src_pitch, width, height};
+  copy_regions_to_host(&r, 1);
 }
 
 void copy_from_host(int device_id, void* dst, std::size_t dst_pitch, const void* src, std::size_t src_pitch,

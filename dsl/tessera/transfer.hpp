@@ -65,13 +65,21 @@ void layout_to_host(const Layout<T, N>& l, T* host) {
     layout_to_host(*tmp, host);
     return;
   }
+  // One call for all parts: across processes it is one exchange, not one per part.
+  std::vector<rt::host_region> regions;
   for (auto& p : l.parts) {
     if (p.empty()) continue;
     const PartRows r = part_rows(l, p);
-    rt::copy_to_host(p.device.id(), host + r.host_offset, r.host_pitch * sizeof(T), p.ptr, r.part_pitch * sizeof(T),
-                     r.width * sizeof(T), r.height);
+    regions.push_back({.device = p.device.id(),
+                       .dst = host + r.host_offset,
+                       .dst_pitch = r.host_pitch * sizeof(T),
+                       .src = p.ptr,
+                       .src_pitch = r.part_pitch * sizeof(T),
+                       .width = r.width * sizeof(T),
+                       .height = r.height});
     if (l.replicated) break;  // every replica holds the same values
   }
+  rt::copy_regions_to_host(regions.data(), regions.size());
 }
 
 template <class T, int N>
