@@ -4,49 +4,45 @@
 // processes every rank plans every shard (so plans and errors agree) and runs only its own.
 #include <backend/runtime/runtime.hpp>
 
-#include <exception>
-#include <thread>
 #include <vector>
 
 namespace tessera::detail::rt {
 
 void run_shards(const shard_launch* shards, std::size_t count, bool sequential) {
-  auto threaded = [&](const shard_launch& s) { return !sequential && s.host && s.n >= host_parallel_threshold; };
-  std::size_t n_threaded = 0;
-  for (std::size_t i = 0; i < count; ++i) n_threaded += threaded(shards[i]) ? 1 : 0;
-  const bool use_threads = n_threaded >= 2;  // a single large host shard runs inline
-  std::vector<std::thread> workers;
-  std::vector<std::exception_ptr> errors(use_threads ? count : 0);
-  std::exception_ptr first;
+  auto pooled = [&](const shard_launch& s) {
+    return !sequential && s.host && s.n >= host_parallel_threshold && !is_remote(s.device);
+  };
+  std::size_t n_pooled = 0;
+  for (std::size_t i = 0; i < count; ++i) n_pooled += pooled(shards[i]) ? 1 : 0;
+  // A single large host shard runs inline: its chunks still spread over the pool.
+  const bool use_pool = n_pooled >= 2;
+  std::vector<const shard_launch*> large;
   device_restorer restore;
-  try {
-    // Two passes: GPU shards are queued first, so a host shard never delays a GPU's start.
-    for (const bool host_pass : {false, true}) {
-      for (std::size_t i = 0; i < count; ++i) {
-        const shard_launch& s = shards[i];
-        if (s.host != host_pass) continue;
-        if (is_remote(s.device)) continue;  // another rank computes it (docs/distributed.md)
-        if (use_threads && threaded(s)) {
-          workers.emplace_back([&s, &errors, i] {
-            try {
-              s.run(s.task, s.device, s.shard, true);
-            } catch (...) {
-              errors[i] = std::current_exception();
-            }
-          });
-          continue;
-        }
-        s.run(s.task, s.device, s.shard, s.host);
-        if (sequential) synchronize_device(s.device);
+  // Two passes: GPU shards are queued first, so a host shard never delays a GPU's start.
+  for (const bool host_pass : {false, true}) {
+    for (std::size_t i = 0; i < count; ++i) {
+      const shard_launch& s = shards[i];
+      if (s.host != host_pass) continue;
+      if (is_remote(s.device)) continue;  // another rank computes it (docs/distributed.md)
+      if (use_pool && pooled(s)) {
+        large.push_back(&s);
+        continue;
       }
+      s.run(s.task, s.device, s.shard, s.host);
+      if (sequential) synchronize_device(s.device);
     }
-  } catch (...) {
-    first = std::current_exception();
   }
-  for (auto& w : workers) w.join();
-  for (auto& e : errors)
-    if (!first && e) first = e;
-  if (first) std::rethrow_exception(first);
+  // The large host shards share the pool with their own chunks: a shard's thread takes part in
+  // its chunks, so several host devices at once still use one thread per core.
+  if (!large.empty()) {
+    parallel_for(
+        static_cast<std::int64_t>(large.size()),
+        [](const void* ctx, std::int64_t k) {
+          const shard_launch& s = *static_cast<const shard_launch* const*>(ctx)[k];
+          s.run(s.task, s.device, s.shard, true);
+        },
+        large.data());
+  }
 }
 
 }  // namespace tessera::detail::rt
