@@ -3,7 +3,9 @@
 // between devices: copies, re-sharding, halos and stencils"):
 //
 //  (1) peer copies: copyto(y, x) from an array on GPU a to one on GPU b, for every ordered pair,
-//      against a plain cudaMemcpyPeerAsync on the same buffers (target >= 0.95x);
+//      against the bare copy on the same buffers: rt::copy_between, one cudaMemcpyPeerAsync on the
+//      destination's stream between two stream-ordering events, without copyto's planning
+//      (target >= 0.95x);
 //  (2) re-sharding: copyto(y, x) of a 1 GiB float matrix sharded along dim 1 into one sharded
 //      along dim 0 over every device, in GB/s moved between devices against (1)'s peer figure;
 //  (3) 2-D Jacobi, 16384^2 float, columns split with halo(1): one sweep (a fused kernel over the
@@ -143,7 +145,7 @@ int main(int argc, char** argv) {
         const tb::stats plain = run.time(pair, o.batch, [&] {
           detail::rt::copy_between(db.id(), yp, da.id(), xp, static_cast<std::size_t>(pn) * 4);
         });
-        row("    plain peer copy, same buffers", where, plain, 4.0 * double(pn));
+        row("    bare cudaMemcpyPeerAsync (rt::copy_between)", where, plain, 4.0 * double(pn));
         if (to_host(y(range(pn - 4, pn))) != to_host(x(range(pn - 4, pn)))) {
           ++errors;
           std::printf("  WRONG RESULT: the copy from %s differs from its source\n", where.c_str());
