@@ -76,20 +76,27 @@ __global__ void __launch_bounds__(block_threads) elementwise_kernel(const ShardT
 // Rows whose loads a thread issues before storing any: scalar loads need several in flight to
 // cover DRAM latency (the vector path gets the same from 16-byte loads).
 inline constexpr int rows_unroll = TESSERA_ROWS_UNROLL;
+#ifndef TESSERA_ROWS_BLOCK
+#define TESSERA_ROWS_BLOCK TESSERA_ELEMENTWISE_BLOCK
+#endif
+inline constexpr int rows_block = TESSERA_ROWS_BLOCK;
+#ifndef TESSERA_ROWS_COLS
+#define TESSERA_ROWS_COLS 1
+#endif
+inline constexpr int rows_cols = TESSERA_ROWS_COLS;
 // The cartesian path's kernel when the box's first dimension is long (a stencil's shifted views,
 // a strided window): blocks of threads along dim 0, each block taking rows_unroll consecutive
 // outer rows, so a thread decodes its index once per row instead of dividing per element, and
 // loads all its rows before storing any.
 template <class I, class Out, class E, int N>
-__global__ void __launch_bounds__(block_threads) rows_kernel(const ShardTask<Out, E, N> t) {
+__global__ void __launch_bounds__(rows_block) rows_kernel(const ShardTask<Out, E, N> t) {
   using V = typename E::value_type;
-  constexpr int U = rows_unroll;
+  constexpr int U = rows_unroll, C = rows_cols;
   const I inner = static_cast<I>(t.ext[0]);
   const I outer = static_cast<I>(t.n) / inner;
-  const I i0 = static_cast<I>(blockIdx.x) * block_threads + static_cast<I>(threadIdx.x);
+  const I i0 = static_cast<I>(blockIdx.x) * (rows_block * C) + static_cast<I>(threadIdx.x);
   if (i0 >= inner) return;
   auto decode = [&](I o, I* idx) {
-    idx[0] = i0;
 #pragma unroll
     for (int k = 1; k < N; ++k) {
       const I e = static_cast<I>(t.ext[k]);
@@ -109,17 +116,28 @@ __global__ void __launch_bounds__(block_threads) rows_kernel(const ShardTask<Out
   for (I g = static_cast<I>(blockIdx.y); g < groups; g += static_cast<I>(gridDim.y)) {
     const I o = g * U, last = o + U < outer ? o + U : outer;
     I idx[U][N];
-    V v[U];
+    V v[U][C];
 #pragma unroll
     for (int u = 0; u < U; ++u) {
       if (o + u < last) {
         decode(o + u, idx[u]);
-        v[u] = t.e.at(idx[u]);
+#pragma unroll
+        for (int c = 0; c < C; ++c) {
+          idx[u][0] = i0 + c * rows_block;
+          if (idx[u][0] < inner) v[u][c] = t.e.at(idx[u]);
+        }
       }
     }
 #pragma unroll
-    for (int u = 0; u < U; ++u)
-      if (o + u < last) t.out.store_at(idx[u], v[u]);
+    for (int u = 0; u < U; ++u) {
+      if (o + u < last) {
+#pragma unroll
+        for (int c = 0; c < C; ++c) {
+          idx[u][0] = i0 + c * rows_block;
+          if (idx[u][0] < inner) t.out.store_at(idx[u], v[u][c]);
+        }
+      }
+    }
   }
 }
 
@@ -128,7 +146,7 @@ void run(const ShardTask<Out, E, N>& t, int device, int shard) {
   using Task = ShardTask<Out, E, N>;
   if constexpr (N >= 2) {
     if (t.mode == path::cartesian && t.ext[0] >= TESSERA_ROWS_MIN_INNER) {
-      const index_t x = (t.ext[0] + block_threads - 1) / block_threads;
+      const index_t x = (t.ext[0] + rows_block * rows_cols - 1) / (rows_block * rows_cols);
       const index_t outer = t.n / t.ext[0];
       index_t y = (outer + rows_unroll - 1) / rows_unroll;
       if (y > 65535) y = 65535;
@@ -136,7 +154,7 @@ void run(const ShardTask<Out, E, N>& t, int device, int shard) {
       if (x <= 0x7fffffff) {
         const dim3 grid(static_cast<unsigned>(x), static_cast<unsigned>(y));
         launch(t.wide ? &rows_kernel<std::int64_t, Out, E, N> : &rows_kernel<std::int32_t, Out, E, N>, grid,
-               block_threads, t, device, shard, "rows_kernel");
+               rows_block, t, device, shard, "rows_kernel");
         return;
       }
     }

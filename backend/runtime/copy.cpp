@@ -6,11 +6,87 @@
 #include <backend/comm/mpi.hpp>
 #include <backend/runtime/state.hpp>
 
+#include <algorithm>
 #include <cstring>
 #include <vector>
 
 namespace tessera::detail::rt {
 namespace {
+
+#if TESSERA_HAS_CUDA
+// Copies between distinct GPUs of this process, all at once: one event per source device marks
+// the work queued before the batch, each destination's stream waits for the sources it reads
+// and then copies (a peer copy, or a 3-D peer copy for rows at a pitch), and each source's stream
+// waits for the destinations that read it before its later work. The copies of a batch thus run
+// concurrently, where one copy after another would chain their waits across the devices (a halo
+// exchange between two GPUs would cost two copies and four cross-device waits instead of one and
+// two).
+void copy_peers(const copy_region* c, std::size_t n) {
+  std::vector<int> srcs, dsts;
+  auto add = [](std::vector<int>& v, int d) {
+    if (std::find(v.begin(), v.end(), d) == v.end()) v.push_back(d);
+  };
+  for (std::size_t i = 0; i < n; ++i) {
+    add(srcs, c[i].src_device);
+    add(dsts, c[i].dst_device);
+  }
+  const int G = get().gpu_count;
+  std::vector<cudaEvent_t> ready(static_cast<std::size_t>(G), nullptr), done(static_cast<std::size_t>(G), nullptr);
+  auto event = [](int device, cudaEvent_t& e) {
+    cuda_check(cudaEventCreateWithFlags(&e, cudaEventDisableTiming), "cudaEventCreateWithFlags", device);
+    cuda_check(cudaEventRecord(e, static_cast<cudaStream_t>(stream(device))), "cudaEventRecord", device);
+  };
+  auto reads = [&](int dst, int src) {
+    for (std::size_t i = 0; i < n; ++i)
+      if (c[i].dst_device == dst && c[i].src_device == src) return true;
+    return false;
+  };
+  // Events are destroyed once recorded and waited on: CUDA releases them after the queued waits.
+  struct releaser {
+    std::vector<cudaEvent_t>& a;
+    std::vector<cudaEvent_t>& b;
+    ~releaser() {
+      for (auto e : a)
+        if (e) (void)cudaEventDestroy(e);
+      for (auto e : b)
+        if (e) (void)cudaEventDestroy(e);
+    }
+  } release{ready, done};
+  for (int s : srcs) {
+    device_guard guard(s);
+    event(s, ready[static_cast<std::size_t>(s)]);
+  }
+  for (int d : dsts) {
+    device_guard guard(d);
+    auto st = static_cast<cudaStream_t>(stream(d));
+    for (int s : srcs)
+      if (reads(d, s)) cuda_check(cudaStreamWaitEvent(st, ready[static_cast<std::size_t>(s)], 0), "cudaStreamWaitEvent", d);
+    for (std::size_t i = 0; i < n; ++i) {
+      const copy_region& r = c[i];
+      if (r.dst_device != d) continue;
+      if (r.height == 1) {
+        cuda_check(cudaMemcpyPeerAsync(r.dst, d, r.src, r.src_device, r.width, st), "cudaMemcpyPeerAsync", d);
+        continue;
+      }
+      // A strided piece in one peer copy (re-sharding moves blocks of rows), not packed first.
+      cudaMemcpy3DPeerParms p{};
+      p.srcPtr = make_cudaPitchedPtr(const_cast<void*>(r.src), r.src_pitch, r.width, r.height);
+      p.srcDevice = info(r.src_device).ordinal;
+      p.dstPtr = make_cudaPitchedPtr(r.dst, r.dst_pitch, r.width, r.height);
+      p.dstDevice = info(d).ordinal;
+      p.extent = make_cudaExtent(r.width, r.height, 1);
+      cuda_check(cudaMemcpy3DPeerAsync(&p, st), "cudaMemcpy3DPeerAsync", d);
+    }
+    event(d, done[static_cast<std::size_t>(d)]);
+  }
+  for (int s : srcs) {
+    device_guard guard(s);  // the source's later work waits for the copies to have read it
+    auto st = static_cast<cudaStream_t>(stream(s));
+    for (int d : dsts)
+      if (reads(d, s)) cuda_check(cudaStreamWaitEvent(st, done[static_cast<std::size_t>(d)], 0), "cudaStreamWaitEvent", s);
+  }
+}
+#endif
 
 // `height` rows of `width` bytes, `dst_pitch` / `src_pitch` bytes apart (one row: contiguous).
 void copy_local(int dst_device, void* dst, std::size_t dst_pitch, int src_device, const void* src,
@@ -26,42 +102,15 @@ void copy_local(int dst_device, void* dst, std::size_t dst_pitch, int src_device
   if (dst_gpu && !src_gpu) return local_copy_from_host(dst_device, dst, dst_pitch, src, src_pitch, width, height);
   if (!dst_gpu && src_gpu) return local_copy_to_host(src_device, dst, dst_pitch, src, src_pitch, width, height);
 #if TESSERA_HAS_CUDA
-  device_guard guard(dst_device);
-  auto dst_stream = static_cast<cudaStream_t>(stream(dst_device));
   if (dst_device == src_device) {
-    cuda_check(cudaMemcpy2DAsync(dst, dst_pitch, src, src_pitch, width, height, cudaMemcpyDeviceToDevice, dst_stream),
+    device_guard guard(dst_device);
+    cuda_check(cudaMemcpy2DAsync(dst, dst_pitch, src, src_pitch, width, height, cudaMemcpyDeviceToDevice,
+                                 static_cast<cudaStream_t>(stream(dst_device))),
                "cudaMemcpy2DAsync", dst_device);
     return;
   }
-  auto src_stream = static_cast<cudaStream_t>(stream(src_device));
-  cudaEvent_t ready = nullptr, done = nullptr;
-  {
-    device_guard on_src(src_device);
-    cuda_check(cudaEventCreateWithFlags(&ready, cudaEventDisableTiming), "cudaEventCreateWithFlags", src_device);
-    cuda_check(cudaEventRecord(ready, src_stream), "cudaEventRecord", src_device);
-  }
-  cuda_check(cudaStreamWaitEvent(dst_stream, ready, 0), "cudaStreamWaitEvent", dst_device);
-  if (height == 1) {
-    cuda_check(cudaMemcpyPeerAsync(dst, dst_device, src, src_device, width, dst_stream), "cudaMemcpyPeerAsync",
-               dst_device);
-  } else {
-    // A strided piece in one peer copy (re-sharding moves blocks of rows), not packed first.
-    cudaMemcpy3DPeerParms p{};
-    p.srcPtr = make_cudaPitchedPtr(const_cast<void*>(src), src_pitch, width, height);
-    p.srcDevice = info(src_device).ordinal;
-    p.dstPtr = make_cudaPitchedPtr(dst, dst_pitch, width, height);
-    p.dstDevice = info(dst_device).ordinal;
-    p.extent = make_cudaExtent(width, height, 1);
-    cuda_check(cudaMemcpy3DPeerAsync(&p, dst_stream), "cudaMemcpy3DPeerAsync", dst_device);
-  }
-  cuda_check(cudaEventCreateWithFlags(&done, cudaEventDisableTiming), "cudaEventCreateWithFlags", dst_device);
-  cuda_check(cudaEventRecord(done, dst_stream), "cudaEventRecord", dst_device);
-  {
-    device_guard on_src(src_device);  // the source's later work waits for the copy to have read it
-    cuda_check(cudaStreamWaitEvent(src_stream, done, 0), "cudaStreamWaitEvent", src_device);
-  }
-  (void)cudaEventDestroy(ready);  // released once the queued waits are done
-  (void)cudaEventDestroy(done);
+  const copy_region one{dst_device, dst, dst_pitch, src_device, src, src_pitch, width, height};
+  copy_peers(&one, 1);
 #endif
 }
 
@@ -114,6 +163,24 @@ void copy_between(int dst_device, void* dst, int src_device, const void* src, st
   const int pair[2] = {dst_device, src_device};
   if (crosses_ranks(pair, 2, "a copy between devices")) return copy_across(dst_device, dst, src_device, src, bytes);
   copy_local(dst_device, dst, src_device, src, bytes);
+}
+
+void copy_between_many(const copy_region* regions, std::size_t n) {
+  std::vector<copy_region> peers;
+  for (std::size_t i = 0; i < n; ++i) {
+    const copy_region& r = regions[i];
+    if (r.width == 0 || r.height == 0) continue;
+    const int pair[2] = {r.dst_device, r.src_device};
+    const bool gpus = is_gpu(get(), r.dst_device) && is_gpu(get(), r.src_device) && r.dst_device != r.src_device;
+    if (gpus && !crosses_ranks(pair, 2, "a copy between devices")) {
+      peers.push_back(r);
+    } else {
+      copy_between_2d(r.dst_device, r.dst, r.dst_pitch, r.src_device, r.src, r.src_pitch, r.width, r.height);
+    }
+  }
+#if TESSERA_HAS_CUDA
+  if (!peers.empty()) copy_peers(peers.data(), peers.size());
+#endif
 }
 
 }  // namespace tessera::detail::rt

@@ -196,6 +196,19 @@ void copy_between(int dst_device, void* dst, int src_device, const void* src, st
 // cudaMemcpy3DPeerAsync between GPUs instead of a pack, a copy and an unpack.
 void copy_between_2d(int dst_device, void* dst, std::size_t dst_pitch, int src_device, const void* src,
                      std::size_t src_pitch, std::size_t width, std::size_t height);
+// One region of copy_between_many: the arguments of copy_between_2d.
+struct copy_region {
+  int dst_device;
+  void* dst;
+  std::size_t dst_pitch;
+  int src_device;
+  const void* src;
+  std::size_t src_pitch, width, height;
+};
+// Several copies at once (disjoint destinations), each ordered as copy_between orders one: the
+// copies between GPUs of this process run concurrently, behind one cross-device wait per pair of
+// devices rather than a chain of waits per copy (update_halo, re-sharding).
+void copy_between_many(const copy_region* regions, std::size_t n);
 
 // -- host transfers (through pinned staging buffers; each call waits for the copy) ------------
 // Across processes copy_to_host is collective: the device's rank sends the rows to every rank, so

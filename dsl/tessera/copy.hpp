@@ -78,9 +78,11 @@ PieceRows rows_of(const Part<T, N>& p) {
 }
 
 // Moves the values of src's piece (a one-part layout) into dst's piece (same box, maybe another
-// device).
+// device). A copy between devices that needs no packing goes into `batch`, for copy_into to issue
+// with the others at once.
 template <class T, int N>
-void move_piece(const std::shared_ptr<Layout<T, N>>& dst, const std::shared_ptr<Layout<T, N>>& src) {
+void move_piece(const std::shared_ptr<Layout<T, N>>& dst, const std::shared_ptr<Layout<T, N>>& src,
+                std::vector<rt::copy_region>& batch) {
   const Part<T, N>& d = dst->parts[0];
   const Part<T, N>& s = src->parts[0];
   if (d.device == s.device) {
@@ -96,9 +98,16 @@ void move_piece(const std::shared_ptr<Layout<T, N>>& dst, const std::shared_ptr<
     if (d.buf) rt::make_resident(*d.buf);
     if (s.buf) rt::make_resident(*s.buf);
     const auto bytes = sizeof(T);
-    rt::copy_between_2d(d.device.id(), d.ptr, static_cast<std::size_t>(dr.pitch) * bytes, s.device.id(), s.ptr,
-                        static_cast<std::size_t>(sr.pitch) * bytes, static_cast<std::size_t>(dr.width) * bytes,
-                        static_cast<std::size_t>(dr.height));
+    batch.push_back({d.device.id(), d.ptr, static_cast<std::size_t>(dr.pitch) * bytes, s.device.id(), s.ptr,
+                     static_cast<std::size_t>(sr.pitch) * bytes, static_cast<std::size_t>(dr.width) * bytes,
+                     static_cast<std::size_t>(dr.height)});
+    return;
+  }
+  const auto bytes = static_cast<std::size_t>(volume<N>(s.extent)) * sizeof(T);
+  if (s.contiguous() && d.contiguous()) {
+    if (d.buf) rt::make_resident(*d.buf);
+    if (s.buf) rt::make_resident(*s.buf);
+    batch.push_back({d.device.id(), d.ptr, bytes, s.device.id(), s.ptr, bytes, bytes, 1});
     return;
   }
   auto packed = s.contiguous() ? src : contiguous_piece<T, N>(src->shape, s.device, s.origin, s.extent);
@@ -106,8 +115,7 @@ void move_piece(const std::shared_ptr<Layout<T, N>>& dst, const std::shared_ptr<
   auto landing = d.contiguous() ? dst : contiguous_piece<T, N>(dst->shape, d.device, d.origin, d.extent);
   if (packed->parts[0].buf) rt::make_resident(*packed->parts[0].buf);
   if (landing->parts[0].buf) rt::make_resident(*landing->parts[0].buf);
-  rt::copy_between(d.device.id(), landing->parts[0].ptr, s.device.id(), packed->parts[0].ptr,
-                   static_cast<std::size_t>(volume<N>(s.extent)) * sizeof(T));
+  rt::copy_between(d.device.id(), landing->parts[0].ptr, s.device.id(), packed->parts[0].ptr, bytes);
   if (landing != dst) assign_node(*dst, ArrayLeaf<T, N>{landing}, par);
   // The temporaries die here; their blocks return to the memory cache in stream order.
 }
@@ -117,6 +125,7 @@ void move_piece(const std::shared_ptr<Layout<T, N>>& dst, const std::shared_ptr<
 // is one), the overlap moves with move_piece.
 template <class T, int N>
 void copy_into(const Layout<T, N>& dst, const Layout<T, N>& src) {
+  std::vector<rt::copy_region> batch;
   for (const auto& q : dst.parts) {
     if (q.empty()) continue;
     std::vector<const Part<T, N>*> from;
@@ -139,9 +148,12 @@ void copy_into(const Layout<T, N>& dst, const Layout<T, N>& src) {
         overlap = ext[k] > 0;
       }
       if (!overlap) continue;
-      move_piece<T, N>(piece_of<T, N>(dst, q, lo, ext), piece_of<T, N>(src, *s, lo, ext));
+      move_piece<T, N>(piece_of<T, N>(dst, q, lo, ext), piece_of<T, N>(src, *s, lo, ext), batch);
     }
   }
+  // The pieces' destinations are disjoint: the direct copies may run at once (a halo exchange's
+  // copies in both directions together) and in any order against the packed ones above.
+  rt::copy_between_many(batch.data(), batch.size());
 }
 
 // Defined in halo.hpp: refreshes the halo cells between the shards of an array.
