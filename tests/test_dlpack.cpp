@@ -108,6 +108,8 @@ TEST_CASE("to_dlpack exports a single-device array of every element type, and fr
       export_one<i32>(ds, m);
       export_one<i64>(ds, m);
       export_one<bool>(ds, m);
+      export_one<half>(ds, m);      // kDLFloat 16
+      export_one<bfloat16>(ds, m);  // kDLBfloat 16
     }
   }
 }

@@ -16,9 +16,11 @@
 namespace tessera {
 namespace detail {
 
-// Defined in assign.hpp: the one place where expressions are materialized.
+// Defined in assign.hpp: the one place where expressions are materialized (`filter`: one of
+// hide_communication's passes, overlap.hpp).
+struct box_filter;
 template <class T, int N, class Node>
-void assign_node(const Layout<T, N>& dst, const Node& node, execution_policy pol);
+void assign_node(const Layout<T, N>& dst, const Node& node, execution_policy pol, const box_filter* filter = nullptr);
 template <class Node>
 auto materialize(const Node& node);
 template <class T, int N>
@@ -43,8 +45,12 @@ void assign_operand(const std::shared_ptr<const Layout<T, N>>& dst, X&& x, execu
 
 template <class Derived, class T, int N>
 class ArrayBase {
-  static_assert(element_type<T>,
-                "TESSERA_UNSUPPORTED_ELEMENT_TYPE: Array and View hold bool, int32_t, int64_t, float or double");
+  static_assert(!is_complex_v<T> || !is_narrow_v<real_of_t<T>>,
+                "TESSERA_COMPLEX_HALF_UNSUPPORTED: complex<half> and complex<bfloat16> are not element types; use "
+                "complex<float>");
+  static_assert(element_type<T> || (is_complex_v<T> && is_narrow_v<real_of_t<T>>),
+                "TESSERA_UNSUPPORTED_ELEMENT_TYPE: Array and View hold bool, int32_t, int64_t, float, double, "
+                "complex<float>, complex<double>, half or bfloat16");
   static_assert(N >= 0, "TESSERA_NEGATIVE_RANK: the rank N of Array<T, N> must be >= 0");
 
  public:
@@ -202,7 +208,7 @@ class Array : public detail::ArrayBase<Array<T, N>, T, N> {
     auto node = detail::to_node(std::forward<E>(e));
     static_assert(decltype(node)::rank == N,
                   "TESSERA_RANK_MISMATCH: an Array<T, N> built from an expression needs an expression of rank N");
-    using V = typename decltype(node)::value_type;
+    using V = detail::storage_t<decltype(node)>;
     if constexpr (std::is_same_v<V, T>) {
       return detail::materialize(node).layout_ptr();
     } else {
@@ -224,6 +230,11 @@ class Array : public detail::ArrayBase<Array<T, N>, T, N> {
     return true;
   }
 };
+
+// `Array c = a + b;` materializes with the expression's element type (eval's: half op half is half)
+// and rank.
+template <expression E>
+Array(E&&) -> Array<detail::storage_t<detail::node_t<E>>, detail::node_t<E>::rank>;
 
 template <class T, int N>
 class View : public detail::ArrayBase<View<T, N>, T, N> {

@@ -8,7 +8,10 @@
 
 #include <backend/execute.hpp>
 
+#include <algorithm>
+#include <functional>
 #include <string>
+#include <tuple>
 #include <vector>
 
 namespace tessera::detail {
@@ -20,8 +23,96 @@ std::string describe_destination(const void* l) {
   return shape_string<N>(d.shape) + ", " + describe_placement(d);
 }
 
+// One of hide_communication's two passes over an assignment (overlap.hpp): the cells of each
+// destination part within `width` of a face it shares with another part of its layout, along the
+// shard dimension (what neighbours keep as halo cells), or the rest. A part without such faces
+// goes whole into the first pass when it is storage of the exchanged array (a write there must
+// precede the copies), else into the second.
+struct box_filter {
+  bool boundary;  // the first pass
+  index_t width;
+  const std::vector<const rt::buffer*>* exchanged;
+};
+
+// The intervals along dst.shard_dim of part p that pass f computes, as out[0..2m) (m <= 3), or -1
+// for the whole part.
+template <class T, int N>
+int pass_intervals(const box_filter& f, const Layout<T, N>& dst, const Part<T, N>& p, index_t* out) {
+  const int d = dst.shard_dim;
+  int parts = 0;
+  for (const auto& q : dst.parts) parts += q.empty() ? 0 : 1;
+  if (d < 0 || parts < 2) {
+    const bool mine = p.buf && std::find(f.exchanged->begin(), f.exchanged->end(), p.buf.get()) != f.exchanged->end();
+    return mine == f.boundary ? -1 : 0;
+  }
+  const index_t lo = p.origin[d], end = lo + p.extent[d];
+  index_t face[4];
+  int nf = 0;
+  auto add = [&](index_t a, index_t b) {
+    if (nf > 0 && a <= face[2 * nf - 1]) {  // a part as thin as 2 * width: one face
+      face[2 * nf - 1] = std::max(face[2 * nf - 1], b);
+      return;
+    }
+    face[2 * nf] = a;
+    face[2 * nf + 1] = b;
+    ++nf;
+  };
+  if (lo > 0) add(lo, std::min(end, lo + f.width));
+  if (end < dst.shape[d]) add(std::max(lo, end - f.width), end);
+  int m = 0;
+  auto put = [&](index_t a, index_t b) {
+    if (a >= b) return;
+    out[2 * m] = a;
+    out[2 * m + 1] = b;
+    ++m;
+  };
+  if (f.boundary) {
+    for (int i = 0; i < nf; ++i) put(face[2 * i], face[2 * i + 1]);
+  } else {
+    index_t at = lo;
+    for (int i = 0; i < nf; ++i) {
+      put(at, face[2 * i]);
+      at = face[2 * i + 1];
+    }
+    put(at, end);
+  }
+  return m;
+}
+
+// What hide_communication's recording receives: the assignment, to check and replay. Set for the
+// duration of the body on the recording thread.
+struct assignment_recorder {
+  virtual ~assignment_recorder() = default;
+  // Throws if the assignment may not be replayed (see overlap.hpp): `shifted_self_read`, it reads
+  // its destination at another offset. `replay` runs it over part of each shard.
+  virtual void record(const std::vector<const rt::buffer*>& writes, const std::vector<const rt::buffer*>& reads,
+                      bool shifted_self_read, std::function<void(const box_filter*)> replay) = 0;
+};
+inline thread_local assignment_recorder* active_recorder = nullptr;
+
+template <class T, int N>
+std::vector<const rt::buffer*> buffers_of(const Layout<T, N>& l) {
+  std::vector<const rt::buffer*> out;
+  for (const auto& p : l.parts)
+    if (p.buf) out.push_back(p.buf.get());
+  return out;
+}
+template <class T, int N>
+void add_reads(const ArrayLeaf<T, N>& a, std::vector<const rt::buffer*>& out) {
+  for (const auto& p : a.layout->parts)
+    if (p.buf) out.push_back(p.buf.get());
+}
+template <class T>
+void add_reads(const Scalar<T>&, std::vector<const rt::buffer*>&) {}
+template <int N>
+void add_reads(const IndexLeaf<N>&, std::vector<const rt::buffer*>&) {}
+template <class F, class... A>
+void add_reads(const Broadcasted<F, A...>& b, std::vector<const rt::buffer*>& out) {
+  std::apply([&](const auto&... a) { (add_reads(a, out), ...); }, b.args);
+}
+
 template <class T, int N, class Node>
-void assign_node(const Layout<T, N>& dst, const Node& node, execution_policy pol) {
+void assign_node(const Layout<T, N>& dst, const Node& node, execution_policy pol, const box_filter* filter) {
   // Instantiate: the expression's shape must broadcast to the destination's.
   check_assignable<N, Node::rank>(dst.shape, node.shape());
   // Unlike Julia, an expression of higher rank than its destination is a compile error even when
@@ -32,21 +123,46 @@ void assign_node(const Layout<T, N>& dst, const Node& node, execution_policy pol
   std::vector<Job<Task>> jobs;
   jobs.reserve(dst.parts.size());
   bool hazard = false;
-  for (std::size_t s = 0; s < dst.parts.size(); ++s) {
-    const Part<T, N>& p = dst.parts[s];
-    if (p.empty()) continue;
+  auto plan_box = [&](const Part<T, N>& p, int s) {
     const auto plan = plan_shard<N>(node, dst.shape, {p.device, p.origin, p.extent},
                                     {&dst, &describe_destination<T, N>}, &p);
     hazard = hazard || plan.hazard;
     Task t{.out = {p.ptr, {}}, .e = plan.e, .ext = plan.ext, .n = plan.n, .mode = plan.mode, .wide = plan.wide};
     for (int k = 0; k < N; ++k) t.out.st[k] = p.stride[k];
-    jobs.push_back({.task = t, .device = p.device, .shard = static_cast<int>(s), .n = plan.n});
+    jobs.push_back({.task = t, .device = p.device, .shard = s, .n = plan.n});
+  };
+  for (std::size_t s = 0; s < dst.parts.size(); ++s) {
+    const Part<T, N>& p = dst.parts[s];
+    if (p.empty()) continue;
+    index_t iv[6];
+    const int m = filter ? pass_intervals(*filter, dst, p, iv) : -1;
+    if (m < 0) {
+      plan_box(p, static_cast<int>(s));
+      continue;
+    }
+    const int d = dst.shard_dim;
+    for (int i = 0; i < m; ++i) {
+      Part<T, N> q = p;  // the interval's cells of the part
+      q.ptr = p.ptr + (iv[2 * i] - p.origin[d]) * p.stride[d];
+      q.origin[d] = iv[2 * i];
+      q.extent[d] = iv[2 * i + 1] - iv[2 * i];
+      plan_box(q, static_cast<int>(s));
+    }
+  }
+  if (filter == nullptr && active_recorder != nullptr) {
+    // In hide_communication's body: planned above (errors come now, before anything runs), run
+    // later, twice.
+    std::vector<const rt::buffer*> reads;
+    add_reads(node, reads);
+    active_recorder->record(buffers_of(dst), reads, hazard,
+                            [dst, node, pol](const box_filter* f) { assign_node(dst, node, pol, f); });
+    return;
   }
   if (hazard) {
     // A read overlaps the written region at another offset: evaluate into a temporary first.
     auto tmp = clone_geometry<T, N>(dst);
-    assign_node(*tmp, node, pol);
-    assign_node(dst, ArrayLeaf<T, N>{tmp}, pol);
+    assign_node(*tmp, node, pol, filter);
+    assign_node(dst, ArrayLeaf<T, N>{tmp}, pol, filter);
     return;
   }
   execute(jobs, pol.sequential);
@@ -81,10 +197,10 @@ std::shared_ptr<const Layout<T, N>> clone_layout(const Layout<T, N>& src) {
 template <class Node>
 auto materialize(const Node& node) {
   constexpr int R = Node::rank;
-  using V = typename Node::value_type;
+  using V = storage_t<Node>;  // the value type, except that half op half stays half (expr.hpp)
   static_assert(element_type<V>,
-                "TESSERA_UNSUPPORTED_RESULT_TYPE: an expression materializes into bool, int32_t, int64_t, float or "
-                "double; wrap it in cast<T>(...)");
+                "TESSERA_UNSUPPORTED_RESULT_TYPE: an expression materializes into bool, int32_t, int64_t, float, "
+                "double, complex, half or bfloat16; wrap it in cast<T>(...)");
   const Shape<R> shape = node.shape();
   memory mem = memory::unified;
   const Geometry<R> g = placement_of<R>(node, shape, &mem);

@@ -10,6 +10,13 @@
 // CCCL's include directory on the path). Both hold {real, imag} of T, in that order (cuda::std's
 // aligned to its size, std's to T's); nothing compiled into the runtime library depends on which.
 #if __has_include(<cuda/std/complex>)
+// libcu++ includes cuda_fp16.h, which declares a global `half` (a typedef of __half) unless
+// CUDA_NO_HALF is defined: with it, `half` after `using namespace tessera;` would be ambiguous with
+// tessera::half (half.hpp). A program that includes cuda_fp16.h before Tessera keeps both names and
+// must write tessera::half; __half itself is unaffected.
+#ifndef CUDA_NO_HALF
+#define CUDA_NO_HALF
+#endif
 #include <cuda/std/complex>
 #define TESSERA_COMPLEX_CUDA_STD 1
 #else
@@ -35,6 +42,10 @@
 namespace tessera {
 
 using index_t = std::int64_t;  // global indices and extents are always 64-bit on the host
+
+// 16-bit floating storage types that compute in float (half.hpp, included at the end of this file).
+struct half;
+struct bfloat16;
 
 // complex<float> and complex<double> are element types (docs/semantics.md, "Complex numbers").
 #if TESSERA_COMPLEX_CUDA_STD
@@ -71,18 +82,22 @@ template <class T>
 using real_of_t = typename real_of<T>::type;
 }  // namespace detail
 
-// The element types an Array may hold (DESIGN.md: bool, int32, int64, float, double, complex).
+// The element types an Array may hold (DESIGN.md: bool, int32, int64, float, double, complex;
+// half and bfloat16 as storage computing in float).
 template <class T>
 concept element_type = std::is_same_v<T, bool> || std::is_same_v<T, std::int32_t> ||
                        std::is_same_v<T, std::int64_t> || std::is_same_v<T, float> ||
                        std::is_same_v<T, double> || std::is_same_v<T, complex<float>> ||
-                       std::is_same_v<T, complex<double>>;
+                       std::is_same_v<T, complex<double>> || std::is_same_v<T, half> ||
+                       std::is_same_v<T, bfloat16>;
 
-// Scalars that may be mixed into expressions (any arithmetic C++ type, complex<float/double>).
+// Scalars that may be mixed into expressions (any arithmetic C++ type, complex<float/double>,
+// half and bfloat16, which enter as float).
 template <class T>
 concept scalar_type = std::is_arithmetic_v<std::remove_cvref_t<T>> ||
                       std::is_same_v<std::remove_cvref_t<T>, complex<float>> ||
-                      std::is_same_v<std::remove_cvref_t<T>, complex<double>>;
+                      std::is_same_v<std::remove_cvref_t<T>, complex<double>> ||
+                      std::is_same_v<std::remove_cvref_t<T>, half> || std::is_same_v<std::remove_cvref_t<T>, bfloat16>;
 
 // nvcc wraps a __host__ __device__ lambda that captures in a closure type that is not
 // trivially copyable; such closures are still copied to the device bytewise by nvcc itself.
@@ -100,3 +115,5 @@ template <class F>
 inline constexpr bool device_copyable_functor_v = std::is_trivially_copyable_v<F> || is_extended_lambda_v<F>;
 
 }  // namespace tessera
+
+#include <tessera/half.hpp>

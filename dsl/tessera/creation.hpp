@@ -24,7 +24,11 @@ struct uniform01 {
   std::uint64_t seed;
   TS_HD T operator()(index_t i) const {
     const std::uint64_t h = mix64(seed + mix64(static_cast<std::uint64_t>(i)));
-    if constexpr (std::is_same_v<T, float>) return static_cast<float>(h >> 40) * 0x1.0p-24f;
+    // As many random bits as T has significand bits, so that every value is exact in T and below 1
+    // (a float in [0, 1) rounded to half could round up to 1).
+    if constexpr (std::is_same_v<T, half>) return T(static_cast<float>(h >> 53) * 0x1.0p-11f);
+    else if constexpr (std::is_same_v<T, bfloat16>) return T(static_cast<float>(h >> 56) * 0x1.0p-8f);
+    else if constexpr (std::is_same_v<T, float>) return static_cast<float>(h >> 40) * 0x1.0p-24f;
     else return static_cast<double>(h >> 11) * 0x1.0p-53;
   }
 };
@@ -42,7 +46,11 @@ struct normal01 {
 template <class T>
 struct offset_index {
   T start;
-  TS_HD T operator()(index_t i) const { return static_cast<T>(start + static_cast<T>(i)); }
+  TS_HD T operator()(index_t i) const {
+    // A narrow type adds in double and rounds once (start + i in half would round i first).
+    if constexpr (is_narrow_v<T>) return T(static_cast<double>(start) + static_cast<double>(i));
+    else return static_cast<T>(start + static_cast<T>(i));
+  }
 };
 }  // namespace fn
 
@@ -52,6 +60,10 @@ inline std::atomic<std::uint64_t>& rng_state() {
 }
 // Each call draws a fresh stream: the global seed advanced by one.
 inline std::uint64_t next_seed() { return mix64(rng_state().fetch_add(0x9e3779b97f4a7c15ull)); }
+
+// The element types rand and randn fill: float, double, half and bfloat16.
+template <class T>
+concept random_floating = std::floating_point<T> || is_narrow_v<T>;
 
 template <class T, int N>
 Array<T, N> uninitialized(const Shape<N>& shape, const Placement& p, memory m) {
@@ -103,21 +115,21 @@ Array<T, int(N)> full(const std::array<index_t, N>& s, T value, const Placement&
 }
 TESSERA_SHAPE_OVERLOAD(full, element_type)
 
-// Uniform on [0, 1).
-template <std::floating_point T, std::size_t N>
+// Uniform on [0, 1) (half: multiples of 2^-11, bfloat16: of 2^-8, so that none rounds to 1).
+template <detail::random_floating T, std::size_t N>
 Array<T, int(N)> rand(const std::array<index_t, N>& s, const Placement& p = {}, memory m = memory::unified) {
   return detail::generate<T, int(N)>(
       s, p, m, detail::Broadcasted<detail::fn::uniform01<T>, detail::IndexLeaf<int(N)>>{{detail::next_seed()}, {{s}}});
 }
-TESSERA_SHAPE_OVERLOAD(rand, std::floating_point)
+TESSERA_SHAPE_OVERLOAD(rand, detail::random_floating)
 
-// Standard normal.
-template <std::floating_point T, std::size_t N>
+// Standard normal (computed in double, rounded once to T).
+template <detail::random_floating T, std::size_t N>
 Array<T, int(N)> randn(const std::array<index_t, N>& s, const Placement& p = {}, memory m = memory::unified) {
   return detail::generate<T, int(N)>(
       s, p, m, detail::Broadcasted<detail::fn::normal01<T>, detail::IndexLeaf<int(N)>>{{detail::next_seed()}, {{s}}});
 }
-TESSERA_SHAPE_OVERLOAD(randn, std::floating_point)
+TESSERA_SHAPE_OVERLOAD(randn, detail::random_floating)
 
 // The column-major linear index of each element, plus `start` (NumPy's arange reshaped).
 template <element_type T, std::size_t N>

@@ -32,7 +32,9 @@ DLDataType dtype_of() {
                                   "supported yet");
   if constexpr (std::is_same_v<T, bool>) {
     return {static_cast<std::uint8_t>(DLPACK_VERSION >= 80 ? bool_code : kDLUInt), 8, 1};
-  } else if constexpr (std::is_floating_point_v<T>) {
+  } else if constexpr (std::is_same_v<T, bfloat16>) {  // torch.bfloat16, jnp.bfloat16
+    return {static_cast<std::uint8_t>(kDLBfloat), 16, 1};
+  } else if constexpr (std::is_floating_point_v<T> || std::is_same_v<T, half>) {
     return {static_cast<std::uint8_t>(kDLFloat), static_cast<std::uint8_t>(8 * sizeof(T)), 1};
   } else {
     return {static_cast<std::uint8_t>(kDLInt), static_cast<std::uint8_t>(8 * sizeof(T)), 1};
@@ -45,6 +47,8 @@ constexpr const char* type_name() {
   else if constexpr (std::is_same_v<T, std::int32_t>) return "int32_t";
   else if constexpr (std::is_same_v<T, std::int64_t>) return "int64_t";
   else if constexpr (std::is_same_v<T, float>) return "float";
+  else if constexpr (std::is_same_v<T, half>) return "half";
+  else if constexpr (std::is_same_v<T, bfloat16>) return "bfloat16";
   else return "double";
 }
 

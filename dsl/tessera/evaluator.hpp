@@ -46,18 +46,20 @@ struct alignas(K * sizeof(T) >= 16 ? 16 : K * sizeof(T)) vec_t {
 template <class T>
 struct LeafRun;
 
+// A leaf of element type T yields compute_t<T>: T itself, or float for half and bfloat16, which are
+// converted as they are loaded (storage computing in float).
 template <class T, int N>
 struct LeafEval {
-  using value_type = T;
+  using value_type = compute_t<T>;
   const T* p;
   index_t st[N > 0 ? N : 1];
 
   template <class I>
-  TS_HD T linear(I i) const {
-    return p[i];
+  TS_HD value_type linear(I i) const {
+    return static_cast<value_type>(p[i]);
   }
   template <class I>
-  TS_HD T at(const I* idx) const {
+  TS_HD value_type at(const I* idx) const {
     I off = 0;
     for (int k = 0; k < N; ++k) off += idx[k] * static_cast<I>(st[k]);
 #if defined(__CUDA_ARCH__) && !defined(TESSERA_NO_LDG)
@@ -66,14 +68,15 @@ struct LeafEval {
     // same thread). Strided reads that overlap (a stencil's shifted views) hit in it more often:
     // 2-D Jacobi 16384^2 on an H200, 0.666x -> 0.722x memcpy.
     if constexpr (std::is_arithmetic_v<T> && !std::is_same_v<T, bool>) return __ldg(p + off);
+    if constexpr (is_narrow_v<T>) return T::from_bits(__ldg(reinterpret_cast<const unsigned short*>(p + off)));
 #endif
-    return p[off];
+    return static_cast<value_type>(p[off]);
   }
   template <int K, class I>
-  TS_HD void vec(I chunk, T (&out)[K]) const {
+  TS_HD void vec(I chunk, value_type (&out)[K]) const {
     const vec_t<T, K> v = reinterpret_cast<const vec_t<T, K>*>(p)[chunk];
 #pragma unroll
-    for (int j = 0; j < K; ++j) out[j] = v.v[j];
+    for (int j = 0; j < K; ++j) out[j] = static_cast<value_type>(v.v[j]);
   }
   // A cursor on a run of vectors starting at idx (idx[0] a multiple of K), vector q being K
   // elements along dim 0 at q * step(d) elements from the start: see LeafRun.
@@ -87,21 +90,21 @@ struct LeafEval {
 
 template <class T>
 struct LeafRun {
-  using value_type = T;
+  using value_type = compute_t<T>;
   const T* p;
   index_t step;
   bool bcast;
   template <int K, class I>
-  TS_HD void vec(I q, T (&out)[K]) const {
+  TS_HD void vec(I q, value_type (&out)[K]) const {
     const T* a = p + static_cast<index_t>(q) * step;
     if (bcast) {
-      const T v = *a;
+      const value_type v = static_cast<value_type>(*a);
 #pragma unroll
       for (int j = 0; j < K; ++j) out[j] = v;
     } else {
       const vec_t<T, K> v = *reinterpret_cast<const vec_t<T, K>*>(a);
 #pragma unroll
-      for (int j = 0; j < K; ++j) out[j] = v.v[j];
+      for (int j = 0; j < K; ++j) out[j] = static_cast<value_type>(v.v[j]);
     }
   }
 };

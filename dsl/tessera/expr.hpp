@@ -23,7 +23,7 @@ namespace detail {
 // -- leaves -----------------------------------------------------------------------------------
 template <class T, int N>
 struct ArrayLeaf {
-  using value_type = T;
+  using value_type = compute_t<T>;  // half and bfloat16 load as float (storage_t keeps T)
   static constexpr int rank = N;
   std::shared_ptr<const Layout<T, N>> layout;
   Shape<N> shape() const { return layout->shape; }
@@ -99,14 +99,15 @@ struct is_array_like<Array<T, N>> : std::true_type {};
 template <class T, int N>
 struct is_array_like<View<T, N>> : std::true_type {};
 
-// Scalars are normalized to an element type before they enter a tree (complex ones are already).
+// Scalars are normalized to an element type before they enter a tree (complex ones are already;
+// half and bfloat16 enter as the float they compute in).
 template <class S>
 using scalar_norm_t = std::conditional_t<
-    is_complex_v<S>, S, std::conditional_t<
+    is_complex_v<S>, S, std::conditional_t<is_narrow_v<S>, float, std::conditional_t<
     std::is_same_v<S, bool>, bool,
     std::conditional_t<std::is_floating_point_v<S>, std::conditional_t<std::is_same_v<S, float>, float, double>,
                        std::conditional_t<(sizeof(S) < 4 || (sizeof(S) == 4 && std::is_signed_v<S>)),
-                                          std::int32_t, std::int64_t>>>>;
+                                          std::int32_t, std::int64_t>>>>>;
 
 // The type two operands promote to: C++'s rule for reals; with a complex operand, complex of the
 // parts' promoted type (int32 + complex<float> is complex<float>, complex<float> + double is
@@ -201,7 +202,10 @@ struct strong_type<X, Rest...> {
 // Converts one operand to a node; a scalar becomes weak against `Strong`.
 template <class Strong, class X>
 auto to_weak_node(X&& x) {
-  if constexpr (scalar_type<X> && !std::is_void_v<Strong>) {
+  if constexpr (scalar_type<X> && is_narrow_v<Strong>) {
+    // Filling a half or bfloat16 destination (c = 0.1): the scalar rounds once, from its own type.
+    return Scalar<Strong>{static_cast<Strong>(x)};
+  } else if constexpr (scalar_type<X> && !std::is_void_v<Strong>) {
     using S = scalar_norm_t<std::remove_cvref_t<X>>;
     using W = weak_t<Strong, S>;
     return Scalar<W>{static_cast<W>(x)};
@@ -216,6 +220,86 @@ auto make_node(F f, X&&... xs) {
   return Broadcasted<F, decltype(to_weak_node<Strong>(std::forward<X>(xs)))...>{
       f, {to_weak_node<Strong>(std::forward<X>(xs))...}};
 }
+
+// -- the element type of a fresh array made from a node (eval, `Array c = expr`) -------------------
+// Usually the node's value type. But half and bfloat16 leaves load as float and every library
+// function computes on them in float, so the value type of `a + b` over half arrays is float;
+// materialized, it is half again (Julia's and NumPy's float16 + float16), rounded once on store.
+// Rule: a library functor (detail::fn) whose value is float gives the narrow type that its
+// operands agree on. Each operand votes: its own storage type if narrow, nothing if it is a scalar
+// (weak) or bool (NumPy: bool + float16 is float16), float otherwise; two different votes give float
+// (half + bfloat16, half + float32, half + int32 are float). cast<T> gives T. A user functor
+// (broadcast(f, ...)) is called with float and keeps the type it returns.
+template <class Node>
+struct storage_of {
+  using type = typename Node::value_type;
+};
+template <class Node>
+using storage_t = typename storage_of<Node>::type;
+template <class T, int N>
+struct storage_of<ArrayLeaf<T, N>> {
+  using type = T;
+};
+
+template <class Node>
+struct narrow_vote {
+  using S = storage_t<Node>;
+  using type = std::conditional_t<is_narrow_v<S>, S, std::conditional_t<std::is_same_v<S, bool>, void, float>>;
+};
+template <class T>
+struct narrow_vote<Scalar<T>> {
+  using type = void;
+};
+template <class A, class B>
+struct narrow_join {
+  using type = float;
+};
+template <class A>
+struct narrow_join<A, A> {
+  using type = A;
+};
+template <class A>
+struct narrow_join<void, A> {
+  using type = A;
+};
+template <class A>
+struct narrow_join<A, void> {
+  using type = A;
+};
+template <>
+struct narrow_join<void, void> {
+  using type = void;
+};
+template <class... V>
+struct narrow_all {
+  using type = void;
+};
+template <class V, class... Rest>
+struct narrow_all<V, Rest...> {
+  using type = typename narrow_join<V, typename narrow_all<Rest...>::type>::type;
+};
+
+namespace fn {
+template <class T>
+struct cast_to;
+// Found by argument-dependent lookup for the functors of this namespace only: what tells a library
+// function (which narrows) from a user's functor (which does not). Never defined: unevaluated only.
+template <class F>
+void library_functor_tag(const F*);
+}  // namespace fn
+template <class F>
+concept library_functor = requires(const F* f) { library_functor_tag(f); };
+
+template <class F, class... A>
+struct storage_of<Broadcasted<F, A...>> {
+  using V = typename Broadcasted<F, A...>::value_type;
+  using N = typename narrow_all<typename narrow_vote<A>::type...>::type;
+  using type = std::conditional_t<library_functor<F> && std::is_same_v<V, float> && is_narrow_v<N>, N, V>;
+};
+template <class T, class A>
+struct storage_of<Broadcasted<fn::cast_to<T>, A>> {
+  using type = T;
+};
 
 }  // namespace detail
 }  // namespace tessera

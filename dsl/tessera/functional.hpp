@@ -434,14 +434,17 @@ struct select {
   }
 };
 
+// cast<half>(x) and cast<bfloat16>(x) round to the narrow type, then go on as the float they
+// compute in (storage_of gives the narrow type back when the node is materialized).
 template <class T>
 struct cast_to {
   template <class A>
-  TS_HD T operator()(A a) const {
+  TS_HD compute_t<T> operator()(A a) const {
     static_assert(!is_complex_v<A> || is_complex_v<T> || std::is_same_v<T, bool>,
                   "TESSERA_COMPLEX_TO_REAL: cast<T> of a complex value would drop its imaginary part; use real(z), "
                   "imag(z) or abs(z)");
     if constexpr (std::is_same_v<T, bool>) return a != A(0);
+    else if constexpr (is_narrow_v<T>) return static_cast<float>(T(a));
     else return static_cast<T>(a);
   }
 };

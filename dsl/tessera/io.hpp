@@ -6,6 +6,7 @@
 
 #include <cmath>
 #include <cstdio>
+#include <cstdlib>
 #include <ostream>
 #include <sstream>
 #include <string>
@@ -22,6 +23,8 @@ constexpr const char* julia_type_name() {
   else if constexpr (std::is_same_v<T, float>) return "Float32";
   else if constexpr (std::is_same_v<T, complex<float>>) return "ComplexF32";
   else if constexpr (std::is_same_v<T, complex<double>>) return "ComplexF64";
+  else if constexpr (std::is_same_v<T, half>) return "Float16";
+  else if constexpr (std::is_same_v<T, bfloat16>) return "BFloat16";  // BFloat16s.jl
   else return "Float64";
 }
 
@@ -36,6 +39,17 @@ std::string format_value(T v) {
     const R im = v.imag();
     const bool minus = im < R(0) || (im == R(0) && std::signbit(im));
     return format_value<R>(v.real()) + (minus ? " - " : " + ") + format_value<R>(minus ? -im : im) + "im";
+  } else if constexpr (is_narrow_v<T>) {
+    // The shortest decimal that reads back as the same value (Julia prints Float16(0.1) as 0.1, not
+    // 0.09997559): half needs at most 5 significant digits, bfloat16 4.
+    char buf[32];
+    const float x = static_cast<float>(v);
+    for (int digits = 1; digits <= 9; ++digits) {
+      std::snprintf(buf, sizeof buf, "%.*g", digits, static_cast<double>(x));
+      const float back = static_cast<float>(T(std::strtod(buf, nullptr)));
+      if (back == x || x != x) break;
+    }
+    return buf;
   } else {
     char buf[32];
     std::snprintf(buf, sizeof buf, std::is_same_v<T, float> ? "%.7g" : "%.15g", static_cast<double>(v));

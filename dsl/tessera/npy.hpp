@@ -35,7 +35,12 @@ namespace detail::npy {
 static_assert(std::endian::native == std::endian::little,
               "TESSERA_BIG_ENDIAN_HOST: the .npy reader and writer assume a little-endian host");
 
-enum class dtype { b1, i4, i8, f4, f8 };
+enum class dtype { b1, i4, i8, f4, f8, f2 };
+
+// bfloat16 has no NumPy dtype (ml_dtypes' is an extension type, written as raw '<V2' bytes): save_npy
+// and load_npy refuse it with invalid_argument, naming what they found (no dtype_of<bfloat16>).
+template <class T>
+inline constexpr bool has_npy_dtype_v = !std::is_same_v<T, bfloat16>;
 
 template <class T>
 constexpr dtype dtype_of() {
@@ -43,6 +48,7 @@ constexpr dtype dtype_of() {
   else if constexpr (std::is_same_v<T, std::int32_t>) return dtype::i4;
   else if constexpr (std::is_same_v<T, std::int64_t>) return dtype::i8;
   else if constexpr (std::is_same_v<T, float>) return dtype::f4;
+  else if constexpr (std::is_same_v<T, half>) return dtype::f2;
   else {
     static_assert(std::is_same_v<T, double>, "TESSERA_COMPLEX_UNSUPPORTED: .npy files of complex arrays are not "
                                              "supported yet");
@@ -51,17 +57,23 @@ constexpr dtype dtype_of() {
 }
 
 inline const char* descr_of(dtype t) {
-  constexpr const char* names[] = {"|b1", "<i4", "<i8", "<f4", "<f8"};
+  constexpr const char* names[] = {"|b1", "<i4", "<i8", "<f4", "<f8", "<f2"};
   return names[static_cast<int>(t)];
 }
 
 inline const char* cpp_name(dtype t) {
-  constexpr const char* names[] = {"bool", "int32_t", "int64_t", "float", "double"};
+  constexpr const char* names[] = {"bool", "int32_t", "int64_t", "float", "double", "half"};
   return names[static_cast<int>(t)];
 }
 
+template <class T>
+constexpr const char* type_name() {
+  if constexpr (has_npy_dtype_v<T>) return cpp_name(dtype_of<T>());
+  else return "bfloat16";
+}
+
 inline std::size_t item_size(dtype t) {
-  constexpr std::size_t sizes[] = {1, 4, 8, 4, 8};
+  constexpr std::size_t sizes[] = {1, 4, 8, 4, 8, 2};
   return sizes[static_cast<int>(t)];
 }
 
@@ -69,6 +81,7 @@ inline std::size_t item_size(dtype t) {
 // survives, except that int64 -> float64 may round, as NumPy accepts.
 constexpr bool safe_cast(dtype from, dtype to) {
   if (from == to || from == dtype::b1) return true;
+  if (from == dtype::f2) return to == dtype::f4 || to == dtype::f8;
   if (from == dtype::i4) return to == dtype::i8 || to == dtype::f8;
   return (from == dtype::i8 || from == dtype::f4) && to == dtype::f8;
 }
@@ -215,7 +228,7 @@ class dict_reader {
       if (key == "descr") {
         skip();
         if (i_ < s_.size() && s_[i_] == '[') {
-          throw invalid_argument(who_ + ": unsupported dtype: expected one of <f4, <f8, <i4, <i8, |b1, found a "
+          throw invalid_argument(who_ + ": unsupported dtype: expected one of <f2, <f4, <f8, <i4, <i8, |b1, found a "
                                         "structured dtype " + excerpt());
         }
         h.type = parse_descr(string_literal("a quoted dtype"));
@@ -258,7 +271,7 @@ class dict_reader {
     const std::string code = d.size() > 1 ? d.substr(1) : d;
     const char order = d.empty() ? '?' : d[0];
     if (code == "b1" && (order == '|' || order == '<' || order == '>' || order == '=')) return dtype::b1;
-    for (dtype t : {dtype::i4, dtype::i8, dtype::f4, dtype::f8}) {
+    for (dtype t : {dtype::i4, dtype::i8, dtype::f2, dtype::f4, dtype::f8}) {
       if (code != descr_of(t) + 1) continue;
       if (order == '<' || order == '=') return t;  // '=' is native: the host is little-endian
       if (order == '>') {
@@ -267,8 +280,8 @@ class dict_reader {
                                "'; in NumPy, save a.astype(a.dtype.newbyteorder('<'))");
       }
     }
-    throw invalid_argument(who_ + ": unsupported dtype: expected one of <f4, <f8, <i4, <i8, |b1 (float, double, "
-                                  "int32_t, int64_t, bool), found '" + d + "'");
+    throw invalid_argument(who_ + ": unsupported dtype: expected one of <f2, <f4, <f8, <i4, <i8, |b1 (half, float, "
+                                  "double, int32_t, int64_t, bool), found '" + d + "'");
   }
   void skip() {
     while (i_ < s_.size() && (s_[i_] == ' ' || s_[i_] == '\t' || s_[i_] == '\n' || s_[i_] == '\r')) ++i_;
@@ -526,70 +539,84 @@ void save_npy(const std::filesystem::path& path, const X& a) {
   if (!a.has_storage()) {
     throw invalid_argument(who + ": expected an array with a shape, found a default-constructed one");
   }
-  std::shared_ptr<const detail::Layout<T, N>> packed;
-  const detail::Layout<T, N>* l = &a.layout();
-  if (!detail::all_parts_contiguous(*l)) {
-    packed = detail::clone_layout(*l);
-    l = packed.get();
+  if constexpr (!detail::npy::has_npy_dtype_v<T>) {
+    throw invalid_argument(who + ": NumPy has no bfloat16 dtype: expected an array of bool, int32_t, int64_t, half, "
+                                 "float or double, found bfloat16; save cast<float>(a), which is exact");
+  } else {
+    std::shared_ptr<const detail::Layout<T, N>> packed;
+    const detail::Layout<T, N>* l = &a.layout();
+    if (!detail::all_parts_contiguous(*l)) {
+      packed = detail::clone_layout(*l);
+      l = packed.get();
+    }
+    const std::string head = detail::npy::make_header(detail::npy::dtype_of<T>(), l->shape.data(), N);
+    detail::npy::output_file out(path, who);
+    out.get().resize(head.size() + static_cast<std::uint64_t>(detail::volume<N>(l->shape)) * sizeof(T));
+    out.get().write_at(head.data(), head.size(), 0);
+    detail::npy::move_rows(*l, detail::npy::parts_with_elements(*l, true), out.get(), head.size(),
+                           detail::npy::direction::save);
+    out.commit();
   }
-  const std::string head = detail::npy::make_header(detail::npy::dtype_of<T>(), l->shape.data(), N);
-  detail::npy::output_file out(path, who);
-  out.get().resize(head.size() + static_cast<std::uint64_t>(detail::volume<N>(l->shape)) * sizeof(T));
-  out.get().write_at(head.data(), head.size(), 0);
-  detail::npy::move_rows(*l, detail::npy::parts_with_elements(*l, true), out.get(), head.size(),
-                         detail::npy::direction::save);
-  out.commit();
 }
 
 /// load_npy<T, N>(path, placement = {}, memory = unified): a new Array<T, N> with the values of a
-/// NumPy .npy file (versions 1.0-3.0, little-endian <f4 <f8 <i4 <i8 |b1, C or Fortran order),
+/// NumPy .npy file (versions 1.0-3.0, little-endian <f2 <f4 <f8 <i4 <i8 |b1, C or Fortran order),
 /// placed by `placement`. Each part reads its own rows of a Fortran-order file; a C-order file is
 /// transposed on load. The file's rank must be N; its dtype must be T's or convert to T by NumPy's
-/// safe casting (bool to anything, int32 to int64 or double, int64 or float to double), converted
-/// on the devices. Bad input (missing file, bad magic, version, header or dtype, big-endian data,
-/// rank mismatch, truncated data) throws invalid_argument naming the path, what was expected and
-/// what was found, before anything is allocated.
+/// safe casting (bool to anything, int32 to int64 or double, half to float or double, int64 or float
+/// to double), converted on the devices; bfloat16 has no NumPy dtype and is refused. Bad input
+/// (missing file, bad magic, version, header or dtype, big-endian data, rank mismatch, truncated
+/// data) throws invalid_argument naming the path, what was expected and what was found, before
+/// anything is allocated.
 template <element_type T, int N>
 Array<T, N> load_npy(const std::filesystem::path& path, const Placement& placement = {},
                      memory m = memory::unified) {
   namespace npy = detail::npy;
-  const std::string who = "tessera: load_npy<" + std::string(npy::cpp_name(npy::dtype_of<T>())) + ", " +
+  const std::string who = "tessera: load_npy<" + std::string(npy::type_name<T>()) + ", " +
                           std::to_string(N) + ">(\"" + path.string() + "\")";
   const npy::file f = npy::open_for_reading(path, who);
   const std::uint64_t size = f.size();
   const npy::header h = npy::read_header(f, size, who);
-  if (h.shape.size() != static_cast<std::size_t>(N)) {
-    throw invalid_argument(who + ": rank mismatch: expected a rank-" + std::to_string(N) + " array, found shape " +
-                           npy::shape_text(h.shape) + " (rank " + std::to_string(h.shape.size()) + ")");
-  }
-  Shape<N> shape{};
-  std::copy(h.shape.begin(), h.shape.end(), shape.begin());
-  const std::uint64_t room = (size - h.data_offset) / npy::item_size(h.type);
-  std::uint64_t count = 1;  // saturates at room + 1: only the comparison matters
-  for (int k = 0; k < N; ++k) {
-    const auto e = static_cast<std::uint64_t>(shape[k]);
-    count = e == 0 ? 0 : count > (room + 1) / e ? room + 1 : count * e;
-    if (count == 0) break;
-  }
-  if (count > room) {
-    throw invalid_argument(who + ": truncated data: expected " + npy::shape_text(h.shape) + " " +
-                           npy::descr_of(h.type) + " values after the " + std::to_string(h.data_offset) +
-                           "-byte header, found " + std::to_string(size - h.data_offset) + " bytes of data");
-  }
-  if (h.type == npy::dtype_of<T>()) return npy::load_exact<T, N>(f, h, shape, placement, m);
-  if (!npy::safe_cast(h.type, npy::dtype_of<T>())) {
-    throw invalid_argument(who + ": the file holds " + npy::descr_of(h.type) + " (" + npy::cpp_name(h.type) +
-                           ") values: expected " + npy::descr_of(npy::dtype_of<T>()) +
-                           " or a dtype that converts to it safely; load it as load_npy<" + npy::cpp_name(h.type) +
-                           ", " + std::to_string(N) + "> and convert with cast<" +
-                           npy::cpp_name(npy::dtype_of<T>()) + ">(...)");
-  }
-  switch (h.type) {
-    case npy::dtype::b1: return npy::load_converted<T, bool, N>(f, h, shape, placement, m);
-    case npy::dtype::i4: return npy::load_converted<T, std::int32_t, N>(f, h, shape, placement, m);
-    case npy::dtype::i8: return npy::load_converted<T, std::int64_t, N>(f, h, shape, placement, m);
-    case npy::dtype::f4: return npy::load_converted<T, float, N>(f, h, shape, placement, m);
-    default: return npy::load_converted<T, double, N>(f, h, shape, placement, m);
+  if constexpr (!npy::has_npy_dtype_v<T>) {
+    throw invalid_argument(who + ": NumPy has no bfloat16 dtype, so no .npy file holds bfloat16 values: expected "
+                                 "bfloat16, found " + npy::descr_of(h.type) + " (" + npy::cpp_name(h.type) +
+                           ") values; load it as load_npy<" + npy::cpp_name(h.type) + ", " + std::to_string(N) +
+                           "> and convert with cast<bfloat16>(...)");
+  } else {
+    if (h.shape.size() != static_cast<std::size_t>(N)) {
+      throw invalid_argument(who + ": rank mismatch: expected a rank-" + std::to_string(N) + " array, found shape " +
+                             npy::shape_text(h.shape) + " (rank " + std::to_string(h.shape.size()) + ")");
+    }
+    Shape<N> shape{};
+    std::copy(h.shape.begin(), h.shape.end(), shape.begin());
+    const std::uint64_t room = (size - h.data_offset) / npy::item_size(h.type);
+    std::uint64_t count = 1;  // saturates at room + 1: only the comparison matters
+    for (int k = 0; k < N; ++k) {
+      const auto e = static_cast<std::uint64_t>(shape[k]);
+      count = e == 0 ? 0 : count > (room + 1) / e ? room + 1 : count * e;
+      if (count == 0) break;
+    }
+    if (count > room) {
+      throw invalid_argument(who + ": truncated data: expected " + npy::shape_text(h.shape) + " " +
+                             npy::descr_of(h.type) + " values after the " + std::to_string(h.data_offset) +
+                             "-byte header, found " + std::to_string(size - h.data_offset) + " bytes of data");
+    }
+    if (h.type == npy::dtype_of<T>()) return npy::load_exact<T, N>(f, h, shape, placement, m);
+    if (!npy::safe_cast(h.type, npy::dtype_of<T>())) {
+      throw invalid_argument(who + ": the file holds " + npy::descr_of(h.type) + " (" + npy::cpp_name(h.type) +
+                             ") values: expected " + npy::descr_of(npy::dtype_of<T>()) +
+                             " or a dtype that converts to it safely; load it as load_npy<" + npy::cpp_name(h.type) +
+                             ", " + std::to_string(N) + "> and convert with cast<" +
+                             npy::cpp_name(npy::dtype_of<T>()) + ">(...)");
+    }
+    switch (h.type) {
+      case npy::dtype::b1: return npy::load_converted<T, bool, N>(f, h, shape, placement, m);
+      case npy::dtype::i4: return npy::load_converted<T, std::int32_t, N>(f, h, shape, placement, m);
+      case npy::dtype::i8: return npy::load_converted<T, std::int64_t, N>(f, h, shape, placement, m);
+      case npy::dtype::f2: return npy::load_converted<T, half, N>(f, h, shape, placement, m);
+      case npy::dtype::f4: return npy::load_converted<T, float, N>(f, h, shape, placement, m);
+      default: return npy::load_converted<T, double, N>(f, h, shape, placement, m);
+    }
   }
 }
 
