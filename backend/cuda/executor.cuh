@@ -78,10 +78,11 @@ __global__ void __launch_bounds__(block_threads) elementwise_kernel(const ShardT
 // cover DRAM latency (the vector path gets the same from 16-byte loads).
 inline constexpr int rows_unroll = TESSERA_ROWS_UNROLL;
 // Threads per block and elements per thread along dim 0 (C, `rows_block` apart). Expressions of
-// three or more array operands (a stencil) take C = 2 in blocks of 128: each thread then has 2 U
-// rows of every operand in flight. Measured on an H200, 5-point Jacobi 16384^2 (4 operands):
-// C = 1 x 256 threads 0.724x memcpy, C = 2 x 256 0.751x, C = 2 x 128 0.766x, C = 4 x 128 0.68x,
-// 512 threads 0.70x; a shifted copy (one operand): C = 1 0.929x, C = 2 x 128 0.815x.
+// three or more array operands (a stencil) take C = 3 in blocks of 128: each thread then has 3 U
+// elements of every operand in flight, where a one-operand copy is best with C = 1. Measured on
+// an H200 (loads with the L2::128B hint, evaluator.hpp), 5-point Jacobi 16384^2 (4 operands):
+// C = 1 x 256 threads 0.73x memcpy, C = 2 x 128 0.78x, C = 2 x 256 0.76x, C = 3 x 128 0.83x;
+// a shifted copy: C = 1 0.93x, C = 3 x 128 0.88x. U = 3 or 6 instead of 4: 0.65x and 0.79x.
 // TESSERA_ROWS_BLOCK / TESSERA_ROWS_COLS force one choice for every expression.
 template <class E>
 struct leaf_count : std::integral_constant<int, 0> {};
@@ -94,7 +95,7 @@ inline constexpr int rows_cols =
 #ifdef TESSERA_ROWS_COLS
     TESSERA_ROWS_COLS;
 #else
-    leaf_count<E>::value >= 3 ? 2 : 1;
+    leaf_count<E>::value >= 3 ? 3 : 1;
 #endif
 template <class E>
 inline constexpr int rows_block =

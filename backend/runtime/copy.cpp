@@ -20,8 +20,9 @@ namespace {
 // waits for the destinations that read it before its later work. The copies of a batch thus run
 // concurrently, where one copy after another would chain their waits across the devices (a halo
 // exchange between two GPUs would cost two copies and four cross-device waits instead of one and
-// two).
-void copy_peers(const copy_region* c, std::size_t n) {
+// two). With a ticket (start_copies) the copies go on the destinations' copy streams, which also
+// wait for the destinations' own queued work, and the final waits are left to finish_copies.
+void copy_peers(const copy_region* c, std::size_t n, copy_ticket* ticket) {
   std::vector<int> srcs, dsts;
   auto add = [](std::vector<int>& v, int d) {
     if (std::find(v.begin(), v.end(), d) == v.end()) v.push_back(d);
@@ -30,37 +31,42 @@ void copy_peers(const copy_region* c, std::size_t n) {
     add(srcs, c[i].src_device);
     add(dsts, c[i].dst_device);
   }
-  const int G = get().gpu_count;
-  std::vector<cudaEvent_t> ready(static_cast<std::size_t>(G), nullptr), done(static_cast<std::size_t>(G), nullptr);
-  auto event = [](int device, cudaEvent_t& e) {
+  std::vector<int> marked = srcs;  // devices whose queued work the copies wait for
+  if (ticket)
+    for (int d : dsts) add(marked, d);
+  const auto G = static_cast<std::size_t>(get().gpu_count);
+  std::vector<cudaEvent_t> ready(G, nullptr), done(G, nullptr);
+  auto record = [](int device, cudaEvent_t& e, cudaStream_t st) {
     cuda_check(cudaEventCreateWithFlags(&e, cudaEventDisableTiming), "cudaEventCreateWithFlags", device);
-    cuda_check(cudaEventRecord(e, static_cast<cudaStream_t>(stream(device))), "cudaEventRecord", device);
+    cuda_check(cudaEventRecord(e, st), "cudaEventRecord", device);
   };
   auto reads = [&](int dst, int src) {
     for (std::size_t i = 0; i < n; ++i)
       if (c[i].dst_device == dst && c[i].src_device == src) return true;
     return false;
   };
-  // Events are destroyed once recorded and waited on: CUDA releases them after the queued waits.
+  auto main_stream = [](int d) { return static_cast<cudaStream_t>(stream(d)); };
+  // Events are destroyed once waited on (CUDA releases them after the queued waits); a ticket's
+  // `done` events live until finish_copies has queued its waits.
   struct releaser {
-    std::vector<cudaEvent_t>& a;
-    std::vector<cudaEvent_t>& b;
+    std::vector<cudaEvent_t>& ev;
     ~releaser() {
-      for (auto e : a)
-        if (e) (void)cudaEventDestroy(e);
-      for (auto e : b)
+      for (auto e : ev)
         if (e) (void)cudaEventDestroy(e);
     }
-  } release{ready, done};
-  for (int s : srcs) {
+  } release_ready{ready};
+  std::vector<cudaEvent_t> kept;
+  releaser release_done{ticket ? kept : done};
+  for (int s : marked) {
     device_guard guard(s);
-    event(s, ready[static_cast<std::size_t>(s)]);
+    record(s, ready[static_cast<std::size_t>(s)], main_stream(s));
   }
   for (int d : dsts) {
     device_guard guard(d);
-    auto st = static_cast<cudaStream_t>(stream(d));
-    for (int s : srcs)
-      if (reads(d, s)) cuda_check(cudaStreamWaitEvent(st, ready[static_cast<std::size_t>(s)], 0), "cudaStreamWaitEvent", d);
+    const cudaStream_t st = ticket ? gpu(d).copy_stream : main_stream(d);
+    for (int s : marked)
+      if (reads(d, s) || (ticket && s == d))
+        cuda_check(cudaStreamWaitEvent(st, ready[static_cast<std::size_t>(s)], 0), "cudaStreamWaitEvent", d);
     for (std::size_t i = 0; i < n; ++i) {
       const copy_region& r = c[i];
       if (r.dst_device != d) continue;
@@ -77,14 +83,25 @@ void copy_peers(const copy_region* c, std::size_t n) {
       p.extent = make_cudaExtent(r.width, r.height, 1);
       cuda_check(cudaMemcpy3DPeerAsync(&p, st), "cudaMemcpy3DPeerAsync", d);
     }
-    event(d, done[static_cast<std::size_t>(d)]);
+    record(d, done[static_cast<std::size_t>(d)], st);
+    if (ticket) ticket->events.push_back(done[static_cast<std::size_t>(d)]);
   }
-  for (int s : srcs) {
-    device_guard guard(s);  // the source's later work waits for the copies to have read it
-    auto st = static_cast<cudaStream_t>(stream(s));
+  // The destinations' later work waits for what they received; the sources' later work waits
+  // for the copies to have read them.
+  auto join = [&](int device, int d) {
+    if (ticket) {
+      ticket->waits.push_back({device, done[static_cast<std::size_t>(d)]});
+      return;
+    }
+    if (device == d) return;  // the copies ran on d's own stream
+    device_guard guard(device);
+    cuda_check(cudaStreamWaitEvent(main_stream(device), done[static_cast<std::size_t>(d)], 0), "cudaStreamWaitEvent",
+               device);
+  };
+  for (int d : dsts) join(d, d);
+  for (int s : srcs)
     for (int d : dsts)
-      if (reads(d, s)) cuda_check(cudaStreamWaitEvent(st, done[static_cast<std::size_t>(d)], 0), "cudaStreamWaitEvent", s);
-  }
+      if (reads(d, s)) join(s, d);
 }
 #endif
 
@@ -110,7 +127,7 @@ void copy_local(int dst_device, void* dst, std::size_t dst_pitch, int src_device
     return;
   }
   const copy_region one{dst_device, dst, dst_pitch, src_device, src, src_pitch, width, height};
-  copy_peers(&one, 1);
+  copy_peers(&one, 1, nullptr);
 #endif
 }
 
@@ -147,6 +164,7 @@ void copy_across(int dst_device, void* dst, int src_device, const void* src, std
 
 void copy_between_2d(int dst_device, void* dst, std::size_t dst_pitch, int src_device, const void* src,
                      std::size_t src_pitch, std::size_t width, std::size_t height) {
+  refuse_while_recording("a copy between devices");
   if (width == 0 || height == 0) return;
   const int pair[2] = {dst_device, src_device};
   if (crosses_ranks(pair, 2, "a copy between devices")) {
@@ -159,13 +177,17 @@ void copy_between_2d(int dst_device, void* dst, std::size_t dst_pitch, int src_d
 }
 
 void copy_between(int dst_device, void* dst, int src_device, const void* src, std::size_t bytes) {
+  refuse_while_recording("a copy between devices");
   if (bytes == 0) return;
   const int pair[2] = {dst_device, src_device};
   if (crosses_ranks(pair, 2, "a copy between devices")) return copy_across(dst_device, dst, src_device, src, bytes);
   copy_local(dst_device, dst, src_device, src, bytes);
 }
 
-void copy_between_many(const copy_region* regions, std::size_t n) {
+namespace {
+// The copies between distinct GPUs of this process go to copy_peers together; the others are made
+// one by one, before it.
+void copy_many(const copy_region* regions, std::size_t n, copy_ticket* ticket) {
   std::vector<copy_region> peers;
   for (std::size_t i = 0; i < n; ++i) {
     const copy_region& r = regions[i];
@@ -179,8 +201,50 @@ void copy_between_many(const copy_region* regions, std::size_t n) {
     }
   }
 #if TESSERA_HAS_CUDA
-  if (!peers.empty()) copy_peers(peers.data(), peers.size());
+  if (!peers.empty()) copy_peers(peers.data(), peers.size(), ticket);
+#else
+  (void)ticket;
 #endif
+}
+}  // namespace
+
+void copy_between_many(const copy_region* regions, std::size_t n) {
+  refuse_while_recording("a copy between devices");
+  copy_many(regions, n, nullptr);
+}
+
+void start_copies(const copy_region* regions, std::size_t n, copy_ticket& ticket) {
+  copy_many(regions, n, &ticket);
+}
+
+void finish_copies(copy_ticket& ticket) {
+#if TESSERA_HAS_CUDA
+  std::vector<copy_ticket::wait> waits;
+  std::vector<void*> events;
+  waits.swap(ticket.waits);
+  events.swap(ticket.events);
+  struct releaser {
+    std::vector<void*>& ev;
+    ~releaser() {
+      for (auto e : ev) (void)cudaEventDestroy(static_cast<cudaEvent_t>(e));
+    }
+  } release{events};
+  for (const auto& w : waits) {
+    device_guard guard(w.device);
+    cuda_check(cudaStreamWaitEvent(static_cast<cudaStream_t>(stream(w.device)), static_cast<cudaEvent_t>(w.event), 0),
+               "cudaStreamWaitEvent", w.device);
+  }
+#else
+  ticket.waits.clear();
+  ticket.events.clear();
+#endif
+}
+
+copy_ticket::~copy_ticket() {
+  try {
+    finish_copies(*this);
+  } catch (...) {  // a destructor must not throw; the error that unwound matters more
+  }
 }
 
 }  // namespace tessera::detail::rt

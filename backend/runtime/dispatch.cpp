@@ -4,11 +4,27 @@
 // processes every rank plans every shard (so plans and errors agree) and runs only its own.
 #include <backend/runtime/runtime.hpp>
 
+#include <string>
 #include <vector>
 
 namespace tessera::detail::rt {
 
+namespace {
+thread_local bool recording_body = false;
+}  // namespace
+
+void set_recording(bool on) { recording_body = on; }
+bool recording() { return recording_body; }
+void refuse_while_recording(const char* what) {
+  if (!recording_body) return;
+  throw invalid_argument(std::string("tessera: hide_communication(a, body): the body may only assign to arrays and "
+                                     "views (it is replayed twice, boundary cells first), found ") +
+                         what + "; do it before or after hide_communication");
+}
+
 void run_shards(const shard_launch* shards, std::size_t count, bool sequential) {
+  refuse_while_recording("an operation that launches work other than an assignment (a reduction, scan, sort, "
+                         "fill or user kernel)");
   auto pooled = [&](const shard_launch& s) {
     return !sequential && s.host && s.n >= host_parallel_threshold && !is_remote(s.device);
   };

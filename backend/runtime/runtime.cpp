@@ -63,6 +63,7 @@ void init_gpus(state& s) {
     cuda_check(cudaSetDevice(d), "cudaSetDevice", d);
     gpu_state& g = s.gpus[static_cast<std::size_t>(d)];
     cuda_check(cudaStreamCreateWithFlags(&g.stream, cudaStreamNonBlocking), "cudaStreamCreateWithFlags", d);
+    cuda_check(cudaStreamCreateWithFlags(&g.copy_stream, cudaStreamNonBlocking), "cudaStreamCreateWithFlags", d);
     g.concurrent_managed = concurrent != 0;
     s.table.push_back({device_kind::cuda, d, "cuda:" + std::to_string(d) + " (" + prop.name + ")",
                        prop.multiProcessorCount, static_cast<std::size_t>(prop.l2CacheSize)});

@@ -11,6 +11,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <string>
+#include <vector>
 
 namespace tessera::detail::rt {
 
@@ -209,6 +210,39 @@ struct copy_region {
 // copies between GPUs of this process run concurrently, behind one cross-device wait per pair of
 // devices rather than a chain of waits per copy (update_halo, re-sharding).
 void copy_between_many(const copy_region* regions, std::size_t n);
+
+// -- hide_communication ----------------------------------------------------------------------
+// Copies started by start_copies and not yet joined: which streams wait for what (CUDA events,
+// opaque here). finish_copies (or the destructor) joins them.
+class copy_ticket {
+ public:
+  copy_ticket() = default;
+  copy_ticket(const copy_ticket&) = delete;
+  copy_ticket& operator=(const copy_ticket&) = delete;
+  ~copy_ticket();
+  struct wait {
+    int device;   // whose stream waits
+    void* event;  // recorded on a destination's copy stream after its copies
+  };
+  std::vector<wait> waits;
+  std::vector<void*> events;  // destroyed once the waits are queued
+};
+// Like copy_between_many, except that the copies between GPUs of this process run on each
+// destination's copy stream, after the work queued so far on both devices, and that nothing
+// queued later waits for them until finish_copies: work queued in between on the main streams
+// runs alongside the copies, so it must not touch the bytes they move. Other copies (host
+// devices, other ranks) are done before start_copies returns.
+void start_copies(const copy_region* regions, std::size_t n, copy_ticket& ticket);
+// Every stream involved waits for the ticket's copies (later work sees them; sources may be
+// written again).
+void finish_copies(copy_ticket& ticket);
+
+// While this thread records the body of hide_communication, every operation that queues work
+// (launches, copies, host transfers, collectives) is refused with an invalid_argument naming
+// `what`: only assignments may be recorded, and they are replayed after the body.
+void set_recording(bool on);
+bool recording();
+void refuse_while_recording(const char* what);
 
 // -- host transfers (through pinned staging buffers; each call waits for the copy) ------------
 // Across processes copy_to_host is collective: the device's rank sends the rows to every rank, so

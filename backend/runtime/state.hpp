@@ -24,6 +24,7 @@ enum class copy_path { self, nvlink, pcie, host_staged };
 #if TESSERA_HAS_CUDA
 struct gpu_state {
   cudaStream_t stream = nullptr;
+  cudaStream_t copy_stream = nullptr;  // hide_communication's halo copies, beside the work on `stream`
   bool concurrent_managed = false;  // false: no advise/prefetch, host access needs a device sync
   // Staging is per device so transfers to different GPUs proceed in parallel; the mutex
   // serializes transfers of one device because they share the two chunks.

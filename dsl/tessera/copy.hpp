@@ -122,9 +122,10 @@ void move_piece(const std::shared_ptr<Layout<T, N>>& dst, const std::shared_ptr<
 
 // Writes src's values into dst (same shape, any placements): for every part of dst and every
 // overlapping part of src (one replica of a replicated src, the one on the same device when there
-// is one), the overlap moves with move_piece.
+// is one), the overlap moves with move_piece. With `async` (hide_communication) the direct copies
+// between GPUs are only started, on the copy streams: rt::finish_copies joins them.
 template <class T, int N>
-void copy_into(const Layout<T, N>& dst, const Layout<T, N>& src) {
+void copy_into(const Layout<T, N>& dst, const Layout<T, N>& src, rt::copy_ticket* async = nullptr) {
   std::vector<rt::copy_region> batch;
   for (const auto& q : dst.parts) {
     if (q.empty()) continue;
@@ -153,7 +154,11 @@ void copy_into(const Layout<T, N>& dst, const Layout<T, N>& src) {
   }
   // The pieces' destinations are disjoint: the direct copies may run at once (a halo exchange's
   // copies in both directions together) and in any order against the packed ones above.
-  rt::copy_between_many(batch.data(), batch.size());
+  if (async) {
+    rt::start_copies(batch.data(), batch.size(), *async);
+  } else {
+    rt::copy_between_many(batch.data(), batch.size());
+  }
 }
 
 // Defined in halo.hpp: refreshes the halo cells between the shards of an array.

@@ -26,6 +26,7 @@
 #include <tessera/collective.hpp>
 #include <tessera/copy.hpp>
 #include <tessera/halo.hpp>
+#include <tessera/overlap.hpp>
 #include <tessera/linalg.hpp>
 #include <tessera/reshape.hpp>
 #include <tessera/concat.hpp>

@@ -1,0 +1,130 @@
+// SPDX-License-Identifier: Apache-2.0
+// Tessera: hide_communication(u, body), ImplicitGlobalGrid.jl's @hide_communication. The body's
+// assignments are recorded (planned, not run), then replayed twice: first over the cells of each
+// shard that its neighbours keep as halo cells (the w cells at each inner face along the shard
+// dimension), then update_halo(u)'s copies start on the GPUs' copy streams, and the assignments
+// are replayed over the remaining cells while the copies run. The result equals
+//   body(); update_halo(u);
+// with the exchange hidden behind the interior's work. See docs/semantics.md, "Halos and stencils".
+#pragma once
+#include <tessera/halo.hpp>
+
+#include <algorithm>
+#include <concepts>
+#include <functional>
+#include <string>
+#include <utility>
+#include <vector>
+
+namespace tessera {
+namespace detail {
+
+// The body's assignments, each checked as it is recorded: the replays compute the boundary cells
+// of every destination before the interior, so no assignment may read what the body writes (it
+// would read half-updated values), nor `u` (its halo and boundary cells move while the interior
+// pass runs), nor its own destination at another offset; and each array is written by one
+// assignment (two that write one cell might then run in the other order: the passes are cut
+// along each destination's own shard faces).
+class overlap_recorder final : public assignment_recorder {
+ public:
+  explicit overlap_recorder(std::vector<const rt::buffer*> exchanged) : exchanged_(std::move(exchanged)) {}
+  void record(const std::vector<const rt::buffer*>& writes, const std::vector<const rt::buffer*>& reads,
+              bool shifted_self_read, std::function<void(const box_filter*)> replay) override {
+    auto has = [](const std::vector<const rt::buffer*>& v, const rt::buffer* b) {
+      return std::find(v.begin(), v.end(), b) != v.end();
+    };
+    const std::string where = "tessera: hide_communication(u, body): assignment #" + std::to_string(work.size() + 1);
+    for (const rt::buffer* b : writes) {
+      if (has(written_, b)) {
+        throw invalid_argument(where + " writes an array that an earlier assignment of the body writes; write each "
+                                       "array once in the body (set fixed boundary cells before it)");
+      }
+    }
+    for (const rt::buffer* r : reads) {
+      if (has(exchanged_, r)) {
+        throw invalid_argument(where + " reads u, whose halo and boundary cells are copied while the body's interior "
+                                       "pass runs: read the previous array (a Jacobi step writes v from u)");
+      }
+      if (has(written_, r)) {
+        throw invalid_argument(where + " reads an array that an earlier assignment of the body writes; the body is "
+                                       "replayed boundary cells first, so it would read values not computed yet");
+      }
+    }
+    if (shifted_self_read) {
+      throw invalid_argument(where + " reads its destination at another offset; the body is replayed boundary cells "
+                                     "first, so it would read updated values: assign into another array");
+    }
+    written_.insert(written_.end(), writes.begin(), writes.end());
+    work.push_back(std::move(replay));
+  }
+  std::vector<std::function<void(const box_filter*)>> work;
+
+ private:
+  std::vector<const rt::buffer*> exchanged_, written_;
+};
+
+// Sets the recorder for the body, and puts everything back however the body ends.
+class recording_scope {
+ public:
+  explicit recording_scope(assignment_recorder& r) {
+    active_recorder = &r;
+    rt::set_recording(true);
+  }
+  ~recording_scope() {
+    active_recorder = nullptr;
+    rt::set_recording(false);
+  }
+  recording_scope(const recording_scope&) = delete;
+  recording_scope& operator=(const recording_scope&) = delete;
+};
+
+// Whether the exchange of u can be hidden: a halo along the shard dimension only (a periodic
+// dimension's ghost cells would need the interior first), at most one part per device.
+template <class T, int N>
+bool overlappable(const Layout<T, N>& l) {
+  if (l.halo.width == 0 || l.shard_dim < 0 || !has_halo_cells(l)) return false;
+  for (int k = 0; k < N; ++k)
+    if (l.halo.along(k) != boundary::fixed) return false;
+  for (std::size_t i = 0; i < l.parts.size(); ++i)
+    for (std::size_t j = 0; j < i; ++j)
+      if (l.parts[i].device == l.parts[j].device) return false;
+  return true;
+}
+
+}  // namespace detail
+
+/// hide_communication(u, body): runs `body` (a function of no arguments that assigns to arrays and
+/// views) and then update_halo(u), with the halo exchange hidden behind the body's work: the
+/// body's assignments are computed first over the cells that u's neighbours need, then the
+/// exchange starts (on the GPUs' copy streams), then the rest is computed while it runs.
+/// The body may only assign (reductions, copies and host reads inside it are refused), each array
+/// once; it must not read u, nor read an array that it writes (each is computed in two passes),
+/// nor read its destination at another offset. A halo along a periodic dimension, or no halo, runs the body
+/// and then update_halo(u) one after the other. ImplicitGlobalGrid.jl's @hide_communication.
+template <class T, int N, class F>
+  requires std::invocable<F&>
+void hide_communication(const Array<T, N>& u, F&& body) {
+  const detail::Layout<T, N>& l = u.layout();
+  if (detail::active_recorder != nullptr) {
+    throw invalid_argument("tessera: hide_communication(u, body) inside the body of another hide_communication");
+  }
+  if (!detail::overlappable(l)) {
+    body();
+    update_halo(u);
+    return;
+  }
+  detail::overlap_recorder rec(detail::buffers_of(l));
+  {
+    detail::recording_scope scope(rec);
+    body();
+  }
+  const auto mine = detail::buffers_of(l);
+  const detail::box_filter boundary{true, l.halo.width, &mine}, interior{false, l.halo.width, &mine};
+  for (auto& w : rec.work) w(&boundary);
+  detail::rt::copy_ticket ticket;
+  detail::copy_into(detail::halo_cells(l), l, &ticket);
+  for (auto& w : rec.work) w(&interior);
+  detail::rt::finish_copies(ticket);
+}
+
+}  // namespace tessera
