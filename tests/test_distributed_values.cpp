@@ -301,6 +301,28 @@ TEST_CASE("a large float sum to the host (30M floats on GPUs, 2^22 on host devic
   }
 }
 
+TEST_CASE("a user ReductionKernel over every rank's devices (one exchange of the shards' values)") {
+  // Host devices compile it with the system compiler, GPUs with NVRTC; the post map runs on the
+  // first GPU's rank and its value reaches every rank.
+  ReductionKernel l2norm("T x", "T y", "x * x", "a + b", "y = sqrt(a)", "0", "dv_l2norm");
+  ReductionKernel count_pos("float64 x", "int64 y", "x > 0 ? 1 : 0", "a + b", "y = a", "0", "dv_count_pos");
+  for (const DeviceSet& D : sets()) {
+    for (index_t n : {index_t(0), index_t(1), index_t(257), index_t(65537)}) {
+      INFO(set_name(D) << ", n = " << n);
+      const auto v = values<double>(static_cast<std::size_t>(n), 77, -2, 2);
+      double sq = 0;
+      std::int64_t pos = 0;
+      for (double x : v) {
+        sq += x * x;
+        pos += x > 0 ? 1 : 0;
+      }
+      const Array<double, 1> a = from_host(v, {n}, shard(0, D));
+      CHECK_NEAR(l2norm(a), std::sqrt(sq), 1e-12 * (1 + sq));
+      CHECK(count_pos.call<std::int64_t>(a) == pos);
+    }
+  }
+}
+
 TEST_CASE("reductions along dims over every rank's devices") {
   for (const DeviceSet& D : sets(true)) {
     for (auto [m, n] : shapes) {

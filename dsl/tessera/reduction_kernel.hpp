@@ -223,24 +223,35 @@ auto ReductionKernel::call(const A&... args) const {
     box.path = linear ? 1 : 2;
     packs[s].add(box);
   }
+  if (rbytes > rt::result_slot_bytes || sizeof(OutT) > rt::result_slot_bytes) {
+    throw invalid_argument("tessera: ReductionKernel '" + kname + "': its reduce and output types take " +
+                           std::to_string(rbytes) + " and " + std::to_string(sizeof(OutT)) + " bytes; at most " +
+                           std::to_string(rt::result_slot_bytes) + " fit a result slot");
+  }
+  // Each shard's value goes to its device's result slot (as the built-in full reductions do), so
+  // that rt::read_results gathers them in one exchange across processes; this rank computes only
+  // the shards of its own devices.
   rt::device_restorer restore;
   std::vector<unsigned char> values(g.boxes.size() * rbytes);
   std::vector<std::shared_ptr<rt::buffer>> results;
+  std::vector<int> ids(g.boxes.size());
   for (std::size_t s = 0; s < g.boxes.size(); ++s) {
     const Device d = g.boxes[s].device;
+    ids[s] = d.id();
+    if (rt::is_remote(d.id())) continue;
     if (d.is_host()) {
       using host_fn = void (*)(void**, void*);
       reinterpret_cast<host_fn>(rtc::host_symbol(gen->host_code, "tessera_reduction_host", kname))(
-          packs[s].pointers(), values.data() + s * rbytes);
+          packs[s].pointers(), rt::mapped_result(d.id()).host);
       continue;
     }
     const int id = d.id();
     const index_t sms = rt::info(id).sm_count > 0 ? rt::info(id).sm_count : 1;
     index_t blocks = (counts[s] + 255) / 256;
     blocks = blocks < 1 ? 1 : blocks > sms * 4 ? sms * 4 : blocks;
-    auto buf = std::make_shared<rt::buffer>(id, static_cast<std::size_t>(blocks + 1) * rbytes, memory::device);
+    auto buf = std::make_shared<rt::buffer>(id, static_cast<std::size_t>(blocks) * rbytes, memory::device);
     void* partials = buf->ptr;
-    void* result = static_cast<unsigned char*>(buf->ptr) + blocks * rbytes;
+    void* result = rt::mapped_result(id).device;
     ArgPack& pk = packs[s];
     pk.add(partials);
     const unsigned g3[3] = {static_cast<unsigned>(blocks), 1, 1}, one[3] = {1, 1, 1}, b3[3] = {256, 1, 1};
@@ -253,13 +264,7 @@ auto ReductionKernel::call(const A&... args) const {
     results.push_back(std::move(buf));
   }
   // Every GPU is busy before the host waits for the first value.
-  for (std::size_t s = 0, r = 0; s < g.boxes.size(); ++s) {
-    const Device d = g.boxes[s].device;
-    if (d.is_host()) continue;
-    const auto& buf = results[r++];
-    rt::copy_to_host(d.id(), values.data() + s * rbytes, rbytes, static_cast<unsigned char*>(buf->ptr) + buf->bytes - rbytes,
-                     rbytes, rbytes, 1);
-  }
+  if (!ids.empty()) rt::read_results(ids.data(), ids.size(), values.data(), rbytes);
   // Fold the shards' values in shard order and apply the post map.
   OutT y{};
   const long long nv = static_cast<long long>(g.boxes.size());
@@ -267,17 +272,19 @@ auto ReductionKernel::call(const A&... args) const {
     using post_fn = void (*)(const void*, long long, void*);
     reinterpret_cast<post_fn>(rtc::host_symbol(gen->host_code, "tessera_reduction_host_post", kname))(values.data(), nv, &y);
   } else {
-    auto buf = std::make_shared<rt::buffer>(post_gpu, values.size() + sizeof(OutT) + 16, memory::device);
-    void* vals = buf->ptr;
-    void* out = static_cast<unsigned char*>(buf->ptr) + (values.size() + 15) / 16 * 16;
-    if (!values.empty()) rt::copy_from_host(post_gpu, vals, values.size(), values.data(), values.size(), values.size(), 1);
-    ArgPack pp;
-    pp.add(static_cast<const void*>(vals));
-    pp.add(nv);
-    pp.add(out);
-    const unsigned one[3] = {1, 1, 1};
-    rtc::launch(post->function(post_gpu), post_gpu, 0, one, one, 0, pp.pointers(), kname);
-    rt::copy_to_host(post_gpu, &y, sizeof(OutT), out, sizeof(OutT), sizeof(OutT), 1);
+    // On post_gpu's rank (the same device on every rank), then shared like the partials.
+    if (!rt::is_remote(post_gpu)) {
+      auto buf = std::make_shared<rt::buffer>(post_gpu, values.size() + 16, memory::device);
+      void* vals = buf->ptr;
+      if (!values.empty()) rt::copy_from_host(post_gpu, vals, values.size(), values.data(), values.size(), values.size(), 1);
+      ArgPack pp;
+      pp.add(static_cast<const void*>(vals));
+      pp.add(nv);
+      pp.add(rt::mapped_result(post_gpu).device);
+      const unsigned one[3] = {1, 1, 1};
+      rtc::launch(post->function(post_gpu), post_gpu, 0, one, one, 0, pp.pointers(), kname);
+    }
+    rt::read_results(&post_gpu, 1, &y, sizeof(OutT));
   }
   return y;
 }
