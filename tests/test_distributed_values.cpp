@@ -323,6 +323,30 @@ TEST_CASE("a user ReductionKernel over every rank's devices (one exchange of the
   }
 }
 
+TEST_CASE("a RawKernel launches each rank's own shards (GPUs)") {
+  for (const DeviceSet& D : sets()) {
+    if (!on_gpus(D)) {
+      MESSAGE("SKIPPED: RawKernel runs on GPUs (" << set_name(D) << ")");
+      continue;
+    }
+    RawKernel scale(R"(
+extern "C" __global__ void dv_scale(tessera::shard<float, 1> x, float by) {
+  for (long long i = blockIdx.x * (long long)blockDim.x + threadIdx.x; i < x.size; i += gridDim.x * (long long)blockDim.x)
+    x(i) = x(i) * by + 1.0f;
+}
+)",
+                    "dv_scale");
+    for (index_t n : {index_t(1), index_t(1000), index_t(65537)}) {
+      INFO(set_name(D) << ", n = " << n);
+      auto v = values<float>(static_cast<std::size_t>(n), 91, -8, 8, true);
+      Array<float, 1> x = from_host(v, {n}, shard(0, D));
+      scale(x, 0.5f);
+      for (auto& e : v) e = e * 0.5f + 1.0f;  // exact: halves of small integers
+      CHECK(to_host(x) == v);
+    }
+  }
+}
+
 TEST_CASE("reductions along dims over every rank's devices") {
   for (const DeviceSet& D : sets(true)) {
     for (auto [m, n] : shapes) {

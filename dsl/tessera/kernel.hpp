@@ -277,6 +277,7 @@ void launch_per_shard_fn(KernelState& state, const void* fixed, const LaunchConf
       throw invalid_argument("tessera: for_each_shard(kernel, ...) launched the __global__ function '" + state.src.name +
                              "' on " + b.device.name() + ", which is not a GPU; on host devices pass a functor");
     }
+    if (rt::is_remote(id)) continue;  // its rank launches it (every rank packed every shard: the same errors)
     void* fn = fixed ? const_cast<void*>(fixed) : state.function(id);
     unsigned grid = cfg.grid;
     if (grid == 0) {
