@@ -393,6 +393,32 @@ TEST_CASE("reductions along dims over every rank's devices") {
   }
 }
 
+TEST_CASE("ranks sharing a GPU: NCCL across them is refused by name on every rank, the rest works") {
+  if (skip_without_gpu()) return;
+  const DeviceSet D = devices();
+  if (!gpus_shared(D)) {
+    MESSAGE("SKIPPED: no two ranks share a GPU here (" << distributed::size() << " rank(s), " << gpus_on_node
+                                                         << " GPU(s) on the node)");
+    return;
+  }
+  const index_t n = 1000;
+  const auto v = values<float>(static_cast<std::size_t>(n), 5, -4, 4, true);
+  Array<float, 1> x = from_host(v, {n}, replicate(D));
+  try {
+    allreduce(x);
+    FAIL("expected distributed_error: NCCL across ranks on one GPU");
+  } catch (const distributed_error& e) {
+    const std::string what = e.what();
+    CHECK_MESSAGE(what.find("are the same GPU") != std::string::npos, what);
+  }
+  check_values(to_host(x), v, 0, 0, "x after the refused allreduce");  // intact
+  // Work without NCCL goes on.
+  const Array<float, 1> y = from_host(v, {n}, shard(0, D));
+  double s = 0;
+  for (float e : v) s += e;
+  CHECK_NEAR(sum(y), s, 0);
+}
+
 // allreduce(op) of replicas parts[s] (seeded by s) on devices E, against the fold in host loops.
 template <class T>
 void check_allreduce(const DeviceSet& E, reduce_op op, std::uint64_t seed, double lo, double hi) {

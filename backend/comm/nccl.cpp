@@ -32,6 +32,7 @@
 
 #include <chrono>
 #include <cstdlib>
+#include <cstring>
 #include <map>
 #include <memory>
 #include <mutex>
@@ -285,6 +286,36 @@ void init_across_ranks(comm_set& set, const int* devices, int n) {
   ready(set, "ncclCommInitRankConfig", devices, n);
 }
 
+// NCCL refuses a communicator with two ranks on one GPU ("Duplicate GPU detected"), which happens
+// when a node starts more ranks than it has GPUs (init then gives rank l GPU l % count), and its
+// failure ends every later call. Checked first, from the GPUs' UUIDs (one exchange), so that every
+// rank throws the same distributed_error and the library keeps working.
+void check_distinct_gpus(const int* devices, int n) {
+  constexpr std::size_t uuid_bytes = sizeof(cudaUUID_t);
+  std::vector<char> uuids(static_cast<std::size_t>(n) * uuid_bytes, 0);
+  std::vector<int> owner(static_cast<std::size_t>(n));
+  for (int r = 0; r < n; ++r) {
+    owner[static_cast<std::size_t>(r)] = rt::info(devices[r]).rank;
+    if (rt::is_remote(devices[r])) continue;
+    cudaDeviceProp prop{};
+    rt::cuda_check(cudaGetDeviceProperties(&prop, rt::info(devices[r]).ordinal), "cudaGetDeviceProperties",
+                   rt::info(devices[r]).ordinal);
+    std::memcpy(uuids.data() + static_cast<std::size_t>(r) * uuid_bytes, &prop.uuid, uuid_bytes);
+  }
+  dist::share_blocks(uuids.data(), static_cast<std::size_t>(n), uuid_bytes, owner.data(), "the GPUs' identities");
+  for (int a = 0; a < n; ++a) {
+    for (int b = a + 1; b < n; ++b) {
+      if (std::memcmp(uuids.data() + static_cast<std::size_t>(a) * uuid_bytes,
+                      uuids.data() + static_cast<std::size_t>(b) * uuid_bytes, uuid_bytes) != 0)
+        continue;
+      throw distributed_error("tessera: NCCL cannot span two ranks on one GPU, and " + rank_name(devices, n, a) +
+                              " and " + rank_name(devices, n, b) + " are the same GPU (more ranks than GPUs on a "
+                              "node share them); start at most one rank per GPU, or run on host devices "
+                              "(TESSERA_BACKEND=host). Nothing was queued.");
+    }
+  }
+}
+
 // The set for `devices` (caller holds rg.m), created on first use.
 std::shared_ptr<comm_set> set_for(registry& rg, const int* devices, int n, const std::vector<int>& key, bool across) {
   auto it = rg.sets.find(key);
@@ -296,6 +327,7 @@ std::shared_ptr<comm_set> set_for(registry& rg, const int* devices, int n, const
   set->comms.assign(static_cast<std::size_t>(n), nullptr);
   set->across = across;
   if (across) {
+    check_distinct_gpus(devices, n);  // before anything is made or cached: every rank throws alike
     // Cached before it is made: a failure leaves it aborted in the registry, so that no rank
     // recreates a set its peers gave up on.
     rg.sets.emplace(key, set);
