@@ -2,7 +2,9 @@
 // Copies between any two devices (runtime.hpp, copy_between and copy_between_2d: contiguous, or
 // rows at a pitch): host devices by memcpy, GPU <-> host device through the pinned staging of
 // transfer.cpp, GPU <-> GPU by cudaMemcpyPeerAsync / cudaMemcpy3DPeerAsync on the destination's
-// stream, ordered after the source's queued work and before the source's later work.
+// stream, ordered after the source's queued work and before the source's later work;
+// copy_between_many issues several such copies at once (copy_peers), and start_copies /
+// finish_copies put them on the GPUs' copy streams for hide_communication.
 #include <backend/comm/mpi.hpp>
 #include <backend/runtime/state.hpp>
 
