@@ -136,7 +136,8 @@ void for_each_case(F&& body) {
 template <class G, class W>
 void check_values(const std::vector<G>& got, const std::vector<W>& want, double rtol, double atol,
                   const char* what = nullptr) {
-  INFO("expression: " << (what ? what : "(the values listed in the test)"));
+  // As a std::string: doctest prints a char* as its address.
+  INFO("expression: " << std::string(what ? what : "(the values listed in the test)"));
   REQUIRE(got.size() == want.size());
   for (std::size_t i = 0; i < got.size(); ++i) {
     const G g = got[i];
@@ -148,8 +149,13 @@ void check_values(const std::vector<G>& got, const std::vector<W>& want, double 
       ok = close(static_cast<double>(g), static_cast<double>(w), rtol, atol);
     }
     if (!ok) {
-      FAIL_CHECK("element " << i << " of " << got.size() << ": got " << static_cast<double>(g) << ", expected "
-                            << static_cast<double>(w));
+      if constexpr (std::is_integral_v<G> && std::is_integral_v<W>) {  // every digit of an int64
+        FAIL_CHECK("element " << i << " of " << got.size() << ": got " << static_cast<std::int64_t>(g)
+                              << ", expected " << static_cast<std::int64_t>(w));
+      } else {
+        FAIL_CHECK("element " << i << " of " << got.size() << ": got " << static_cast<double>(g) << ", expected "
+                              << static_cast<double>(w));
+      }
       return;
     }
   }
