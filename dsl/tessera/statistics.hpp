@@ -117,15 +117,24 @@ auto argmin(X&& x, const ReduceDims& d) {
   return detail::split_pairs<std::int64_t>(pairs, detail::red::index_of{});
 }
 
+namespace detail {
+// What var computes in: double, or complex<double> for complex input (then the variance is the
+// mean of |x - mean|^2, a real number, as in Julia and NumPy).
+template <class V>
+using var_work_t = std::conditional_t<is_complex_v<V>, complex<double>, double>;
+}  // namespace detail
+
 /// var(x[, corrected]): the variance of every element; NaN with fewer than two (one when
-/// uncorrected) elements. float for float input, double otherwise.
+/// uncorrected) elements. float for float (and complex<float>) input, double otherwise.
 template <expression X>
 auto var(X&& x, bool corrected = true) {
   auto node = detail::to_node(std::forward<X>(x));
-  using R = detail::real_result_t<typename decltype(node)::value_type>;
+  using V = typename decltype(node)::value_type;
+  using R = detail::real_result_t<V>;
+  using W = detail::var_work_t<V>;
   const double n = static_cast<double>(detail::length_of(node));
-  const double m = sum(cast<double>(node)) / n;  // in double: a float mean would round first
-  const double ss = sum(abs2(cast<double>(node) - m));
+  const W m = sum(cast<W>(node)) / n;  // in double: a float mean would round first
+  const double ss = sum(abs2(cast<W>(node) - m));
   const double d = n - (corrected ? 1.0 : 0.0);
   return static_cast<R>(d > 0 ? ss / d : std::numeric_limits<double>::quiet_NaN());
 }
@@ -141,10 +150,12 @@ auto std(X&& x, bool corrected = true) {
 template <expression X>
 auto var(X&& x, const ReduceDims& d, bool corrected = true) {
   auto node = detail::to_node(std::forward<X>(x));
-  using R = detail::real_result_t<typename decltype(node)::value_type>;
+  using V = typename decltype(node)::value_type;
+  using R = detail::real_result_t<V>;
+  using W = detail::var_work_t<V>;
   const double n = static_cast<double>(detail::reduced_count(node, d, "var"));
-  auto m = sum(cast<double>(node), d);  // the sum, scaled below: one array less
-  auto ss = sum(abs2(cast<double>(node) - m / n), d);
+  auto m = sum(cast<W>(node), d);  // the sum, scaled below: one array less
+  auto ss = sum(abs2(cast<W>(node) - m / n), d);
   const double dn = n - (corrected ? 1.0 : 0.0);
   const double scale = dn > 0 ? 1.0 / dn : std::numeric_limits<double>::quiet_NaN();
   return Array<R, decltype(node)::rank>(cast<R>(ss * scale));
