@@ -113,12 +113,12 @@ void hide_communication(const Array<T, N>& u, F&& body) {
     update_halo(u);
     return;
   }
-  detail::overlap_recorder rec(detail::buffers_of(l));
+  const auto mine = detail::buffers_of(l);
+  detail::overlap_recorder rec(mine);
   {
     detail::recording_scope scope(rec);
     body();
   }
-  const auto mine = detail::buffers_of(l);
   const detail::box_filter boundary{true, l.halo.width, &mine}, interior{false, l.halo.width, &mine};
   for (auto& w : rec.work) w(&boundary);
   detail::rt::copy_ticket ticket;
