@@ -93,7 +93,7 @@ if [ "$mode" = both ] || [ "$mode" = package ]; then
     -DTESSERA_BUILD_EXAMPLES=OFF -DTESSERA_BUILD_BENCH=OFF "${tessera_args[@]}"
   step tessera-build cmake --build "$work/tessera-build" -j "$jobs"
   step tessera-install cmake --install "$work/tessera-build" --prefix "$work/prefix"
-  for f in include/tessera/tessera/tessera.hpp include/tessera/backend/execute.hpp \
+  for f in include/tessera/tessera/tessera.hpp include/tessera/tessera/device.hpp include/tessera/backend/execute.hpp \
            include/tessera/backend/cuda/executor.cuh lib/cmake/Tessera/TesseraConfig.cmake \
            lib/cmake/Tessera/TesseraConfigVersion.cmake lib/cmake/Tessera/TesseraTargets.cmake \
            lib/cmake/Tessera/TesseraFunctions.cmake; do
@@ -102,10 +102,10 @@ if [ "$mode" = both ] || [ "$mode" = package ]; then
   compgen -G "$work/prefix/lib*/libtessera_runtime.a" >/dev/null || { say "FAILED: libtessera_runtime.a is not installed"; exit 1; }
   # Tessera's source and build trees are hidden from the consumer, so it can only use the prefix.
   step package-configure cmake -S "$work/consumer" -B "$work/package" "${common[@]}" "-DCMAKE_PREFIX_PATH=$work/prefix"
-  if grep -rqsF -e "$ROOT/dsl" -e "$ROOT/backend" -e "$work/tessera-build" "$work/package" --include=build.ninja --include=flags.make \
+  if grep -rqsF -e "$ROOT/dsl" -e "$ROOT/base" -e "$ROOT/backend" -e "$work/tessera-build" "$work/package" --include=build.ninja --include=flags.make \
        --include=link.txt --include=CMakeCache.txt; then
     say "FAILED: the find_package consumer refers to Tessera's source or build tree:"
-    grep -rsF -e "$ROOT/dsl" -e "$ROOT/backend" -e "$work/tessera-build" "$work/package" --include=build.ninja --include=flags.make \
+    grep -rsF -e "$ROOT/dsl" -e "$ROOT/base" -e "$ROOT/backend" -e "$work/tessera-build" "$work/package" --include=build.ninja --include=flags.make \
       --include=link.txt --include=CMakeCache.txt | head -5
     exit 1
   fi
