@@ -7,6 +7,8 @@
 #include <backend/host/executor.hpp>
 #include <backend/host/reduce.hpp>
 #include <backend/host/scan.hpp>
+#include <backend/linalg/blas.hpp>
+#include <backend/rtc/rtc.hpp>
 #include <backend/runtime/runtime.hpp>
 #include <tessera/device.hpp>
 #if TS_DEVICE_COMPILER
@@ -27,6 +29,7 @@ struct Job {
   Device device;
   int shard;   // index of the part, named in launch errors
   index_t n;   // elements: large host shards run on their own thread
+  rt::buffer_list uses = {};  // what the task reads and writes: made resident before it runs
 };
 
 // One task on its device's executor. rt::run_shards calls it through a pointer, so the dispatch
@@ -38,14 +41,20 @@ void run_task(const void* task, int device, int shard, bool host) {
     host::run(t);
     return;
   }
+  if constexpr (requires { Task::in_library; }) {
+    // Runtime-compiled kernels and library calls: their GPU side is compiled into tessera_runtime,
+    // so any translation unit may queue them.
+    cuda::run(t, device, shard);
+  } else {
 #if TS_DEVICE_COMPILER
-  cuda::run(t, device, shard);
+    cuda::run(t, device, shard);
 #else
-  (void)t, (void)shard;
-  throw error("tessera: work was queued on " + Device(device).name() +
-              " from a translation unit compiled without nvcc; compile it as CUDA (tessera_add_program in "
-              "CMake) or run on host devices (TESSERA_BACKEND=host)");
+    (void)t, (void)shard;
+    throw error("tessera: work was queued on " + Device(device).name() +
+                " from a translation unit compiled without nvcc; compile it as CUDA (tessera_add_program in "
+                "CMake) or run on host devices (TESSERA_BACKEND=host)");
 #endif
+  }
 }
 
 // Runs every job (GPU jobs queued on their streams first, then host jobs; `sequential` waits for
@@ -61,7 +70,8 @@ void execute(const std::vector<Job<Task>>& jobs, bool sequential = false) {
                         .host = j.device.is_host(),
                         .n = j.n,
                         .run = &run_task<Task>,
-                        .task = &j.task});
+                        .task = &j.task,
+                        .uses = &j.uses});
   }
   rt::run_shards(launches.data(), launches.size(), sequential);
 }

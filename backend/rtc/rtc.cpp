@@ -94,6 +94,7 @@ void write_file(const std::string& path, const std::string& data) {
 [[maybe_unused]] std::string key_of(const source& s, const std::string& what) {
   std::uint64_t h = fnv(s.code);
   h = fnv(std::string(1, '\0') + s.name, h);
+  for (auto& a : s.also) h = fnv(std::string(1, '\1') + a, h);
   for (auto& o : s.options) h = fnv(std::string(1, '\0') + o, h);
   return hex(fnv(what, h));
 }
@@ -113,7 +114,9 @@ std::string nvrtc_compile(const source& s, int arch) {
   for (auto& o : s.options) opts.push_back(o);
   std::vector<const char*> argv;
   for (auto& o : opts) argv.push_back(o.c_str());
-  (void)nvrtcAddNameExpression(prog, s.name.c_str());
+  std::vector<std::string> names = {s.name};
+  names.insert(names.end(), s.also.begin(), s.also.end());
+  for (auto& n : names) (void)nvrtcAddNameExpression(prog, n.c_str());
   const nvrtcResult r = nvrtcCompileProgram(prog, static_cast<int>(argv.size()), argv.data());
   std::size_t log_size = 0;
   nvrtcGetProgramLogSize(prog, &log_size);
@@ -134,12 +137,15 @@ std::string nvrtc_compile(const source& s, int arch) {
   if (got == NVRTC_SUCCESS) got = nvrtcGetCUBIN(prog, bin.data());
   if (got != NVRTC_SUCCESS) nvrtcDestroyProgram(&prog);
   check_nvrtc(got, "nvrtcGetCUBIN", s.name);
-  const char* lowered = nullptr;
-  std::string lowered_name = s.name;
-  if (nvrtcGetLoweredName(prog, s.name.c_str(), &lowered) == NVRTC_SUCCESS && lowered) lowered_name = lowered;
+  // The lowered (mangled) names travel with the binary: "<name>\n<name>...\0<cubin>".
+  std::string lowered_names;
+  for (auto& n : names) {
+    const char* lowered = nullptr;
+    const bool got_name = nvrtcGetLoweredName(prog, n.c_str(), &lowered) == NVRTC_SUCCESS && lowered;
+    lowered_names += (lowered_names.empty() ? "" : "\n") + (got_name ? std::string(lowered) : n);
+  }
   nvrtcDestroyProgram(&prog);
-  // The lowered (mangled) name travels with the binary: "<name>\0<cubin>".
-  return lowered_name + std::string(1, '\0') + bin;
+  return lowered_names + std::string(1, '\0') + bin;
 }
 #endif
 
@@ -231,7 +237,7 @@ int arch_of(int device) {
 #endif
 }
 
-void* gpu_kernel(const source& s, int device) {
+void* gpu_kernel(const source& s, int device, int entry) {
   if (!rt::is_gpu(rt::get(), device)) {
     throw invalid_argument("tessera: kernel '" + s.name + "' was launched on " + rt::info(device).name +
                            ", which is not a GPU: RawKernel runs on GPUs only (ElementwiseKernel and ReductionKernel "
@@ -239,24 +245,31 @@ void* gpu_kernel(const source& s, int device) {
   }
 #if TESSERA_HAS_CUDA
   const int arch = arch_of(device);
-  const std::string entry = cubin(s, arch);
+  const std::string bin = cubin(s, arch);
   // The context-independent library API: one load per architecture serves every device.
-  static std::map<std::pair<std::string, int>, cudaKernel_t> loaded;
+  static std::map<std::pair<std::string, int>, std::vector<cudaKernel_t>> loaded;
+  if (entry < 0 || entry > static_cast<int>(s.also.size())) {
+    throw invalid_argument("tessera: kernel '" + s.name + "' has no entry point " + std::to_string(entry));
+  }
   std::lock_guard<std::mutex> g(lock());
   const auto key = std::make_pair(key_of(s, "lib"), arch);
-  if (auto it = loaded.find(key); it != loaded.end()) return reinterpret_cast<void*>(it->second);
+  if (auto it = loaded.find(key); it != loaded.end()) return reinterpret_cast<void*>(it->second[entry]);
   rt::device_guard guard(device);
-  const std::size_t cut = entry.find('\0');
-  const std::string lowered = entry.substr(0, cut);
+  const std::size_t cut = bin.find('\0');
   cudaLibrary_t lib = nullptr;
-  rt::cuda_check(cudaLibraryLoadData(&lib, entry.data() + cut + 1, nullptr, nullptr, 0, nullptr, nullptr, 0),
+  rt::cuda_check(cudaLibraryLoadData(&lib, bin.data() + cut + 1, nullptr, nullptr, 0, nullptr, nullptr, 0),
                  "cudaLibraryLoadData", device);
-  cudaKernel_t k = nullptr;
-  rt::cuda_check(cudaLibraryGetKernel(&k, lib, lowered.c_str()), "cudaLibraryGetKernel", device);
-  loaded.emplace(key, k);  // libraries live as long as the process, like the runtime's state
-  return reinterpret_cast<void*>(k);
+  std::vector<cudaKernel_t> kernels;
+  std::stringstream names(bin.substr(0, cut));
+  for (std::string lowered; std::getline(names, lowered, '\n');) {
+    cudaKernel_t k = nullptr;
+    rt::cuda_check(cudaLibraryGetKernel(&k, lib, lowered.c_str()), "cudaLibraryGetKernel", device);
+    kernels.push_back(k);
+  }
+  // Libraries live as long as the process, like the runtime's state.
+  return reinterpret_cast<void*>(loaded.emplace(key, std::move(kernels)).first->second[entry]);
 #else
-  (void)device;
+  (void)device, (void)entry;
   throw error("tessera: this build has no CUDA, so kernel '" + s.name + "' cannot run on a GPU");
 #endif
 }

@@ -9,8 +9,13 @@
 // ~/.cache/tessera/kernels; TESSERA_KERNEL_CACHE=0 (or off) disables it. The host compiler is
 // $TESSERA_CXX, else $CXX, else c++.
 #pragma once
+#include <tessera/kernel_task.hpp>
+
 #include <cstddef>
+#include <map>
+#include <mutex>
 #include <string>
+#include <utility>
 #include <vector>
 
 namespace tessera::detail::rtc {
@@ -20,6 +25,7 @@ struct source {
   std::string name;                  // the kernel (a __global__ function, extern "C" or not)
   std::vector<std::string> options;  // NVRTC options, e.g. -DN=4 or -use_fast_math
   std::string display_name;          // the file name compile errors cite (the user's kernel name)
+  std::vector<std::string> also;     // further kernels of the same source, compiled in the same NVRTC run
 };
 
 // The CUBIN of `s` for compute capability `arch` (e.g. 90), from the memory cache, the disk cache
@@ -27,7 +33,8 @@ struct source {
 std::string cubin(const source& s, int arch);
 // The kernel of `s` for GPU `device` (compiled for its architecture on first use and loaded
 // through the context-independent library API, once per architecture): an opaque cudaKernel_t.
-void* gpu_kernel(const source& s, int device);
+// `entry` 0 is s.name, entry k the kernel s.also[k - 1].
+void* gpu_kernel(const source& s, int device, int entry = 0);
 // Launches a kernel from gpu_kernel on the device's stream; `args` points to each argument
 // (cudaLaunchKernel's args). Errors name the kernel, device and shard.
 void launch(void* kernel, int device, int shard, const unsigned (&grid)[3], const unsigned (&block)[3],
@@ -52,4 +59,40 @@ cache_stats stats();
 // Empties the in-memory caches (the next use reads the disk cache or compiles): for tests.
 void forget_memory_cache();
 
+// A runtime-compiled program as the kernel tasks run it: its GPU source with its entry points,
+// the host translation unit (host devices; "" for a GPU-only kernel), and the functions found so
+// far (per device and entry, per host symbol), so a repeated call looks nothing up twice.
+class program {
+ public:
+  program(source gpu, std::string host_code) : gpu_(std::move(gpu)), host_code_(std::move(host_code)) {}
+  const source& gpu_source() const { return gpu_; }
+  const std::string& name() const { return gpu_.display_name.empty() ? gpu_.name : gpu_.display_name; }
+  void* gpu_function(int device, int entry = 0);
+  void* host_function(const std::string& symbol);
+
+ private:
+  source gpu_;
+  std::string host_code_;
+  std::mutex m_;
+  std::vector<std::vector<void*>> gpu_fn_;  // by device id, then entry
+  std::map<std::string, void*> host_fn_;
+};
+
+// ReductionKernel's last step: reads the values the shards of `devices` left in their result
+// slots (KernelTask of kind reduction; one exchange across processes), folds them in order and
+// applies the post map (the program's entry 2) on the first GPU of `candidates` (the devices of
+// the whole reduction, empty shards included), or on the host when there is none. Writes
+// `out_bytes` into `out`: the same value on every rank.
+void finish_reduction(program& p, const int* devices, std::size_t n, const int* candidates, std::size_t n_candidates,
+                      std::size_t value_bytes, void* out, std::size_t out_bytes);
+
 }  // namespace tessera::detail::rtc
+
+// The executors of a KernelTask (backend/rtc/run.cpp): grid sizing, the reduction's scratch, the
+// host entry points.
+namespace tessera::detail::host {
+void run(const KernelTask& t);
+}
+namespace tessera::detail::cuda {
+void run(const KernelTask& t, int device, int shard);
+}

@@ -178,9 +178,12 @@ void copy_between_2d(int dst_device, void* dst, std::size_t dst_pitch, int src_d
   copy_local(dst_device, dst, dst_pitch, src_device, src, src_pitch, width, height);
 }
 
-void copy_between(int dst_device, void* dst, int src_device, const void* src, std::size_t bytes) {
+void copy_between(int dst_device, void* dst, int src_device, const void* src, std::size_t bytes, buffer* dst_buf,
+                  buffer* src_buf) {
   refuse_while_recording("a copy between devices");
   if (bytes == 0) return;
+  if (dst_buf) make_resident(*dst_buf);
+  if (src_buf) make_resident(*src_buf);
   const int pair[2] = {dst_device, src_device};
   if (crosses_ranks(pair, 2, "a copy between devices")) return copy_across(dst_device, dst, src_device, src, bytes);
   copy_local(dst_device, dst, src_device, src, bytes);
@@ -194,6 +197,8 @@ void copy_many(const copy_region* regions, std::size_t n, copy_ticket* ticket) {
   for (std::size_t i = 0; i < n; ++i) {
     const copy_region& r = regions[i];
     if (r.width == 0 || r.height == 0) continue;
+    if (r.dst_buf) make_resident(*r.dst_buf);
+    if (r.src_buf) make_resident(*r.src_buf);
     const int pair[2] = {r.dst_device, r.src_device};
     const bool gpus = is_gpu(get(), r.dst_device) && is_gpu(get(), r.src_device) && r.dst_device != r.src_device;
     if (gpus && !crosses_ranks(pair, 2, "a copy between devices")) {

@@ -40,6 +40,7 @@ void run_shards(const shard_launch* shards, std::size_t count, bool sequential) 
       const shard_launch& s = shards[i];
       if (s.host != host_pass) continue;
       if (is_remote(s.device)) continue;  // another rank computes it (docs/distributed.md)
+      if (s.uses) make_resident(*s.uses);
       if (use_pool && pooled(s)) {
         large.push_back(&s);
         continue;

@@ -217,6 +217,10 @@ void make_resident(buffer& b) {
 #endif
 }
 
+void make_resident(const buffer_list& uses) {
+  uses.for_each([](buffer& b) { make_resident(b); });
+}
+
 void* host_access(buffer& b) {
   if (is_remote(b.device)) {
     throw invalid_argument("tessera: host code cannot read or write storage on " + info(b.device).name +

@@ -148,8 +148,42 @@ void synchronize_device(int device_id);
 void check_launch(int device_id, int shard, const char* what);
 
 // -- dispatch -------------------------------------------------------------------------------
+// The buffers one task reads or writes, as its planner found them. The shard loop makes each
+// resident on its owner just before the task runs (a unified buffer that host code touched is
+// prefetched back), so residency is decided in one place rather than by every planner. Up to
+// six buffers are held without an allocation.
+class buffer_list {
+ public:
+  void add(buffer* b) {
+    if (b == nullptr || contains(b)) return;
+    if (count_ < inline_count) first_[count_++] = b;
+    else more_.push_back(b);
+  }
+  bool contains(const buffer* b) const {
+    for (int i = 0; i < count_; ++i)
+      if (first_[i] == b) return true;
+    for (auto* m : more_)
+      if (m == b) return true;
+    return false;
+  }
+  template <class F>
+  void for_each(F&& f) const {
+    for (int i = 0; i < count_; ++i) f(*first_[i]);
+    for (auto* m : more_) f(*m);
+  }
+
+ private:
+  static constexpr int inline_count = 6;
+  buffer* first_[inline_count] = {};
+  int count_ = 0;
+  std::vector<buffer*> more_;
+};
+// Makes every buffer of the list resident on its owner (make_resident).
+void make_resident(const buffer_list& uses);
+
 // One planned shard: `run(task, device, shard, host)` executes it on its device's executor (the
-// typed call, instantiated once per task type by backend/execute.hpp).
+// typed call, instantiated once per task type by backend/execute.hpp), after the buffers it
+// `uses` are made resident.
 struct shard_launch {
   int device;
   int shard;
@@ -157,6 +191,7 @@ struct shard_launch {
   std::int64_t n;
   void (*run)(const void* task, int device, int shard, bool host);
   const void* task;
+  const buffer_list* uses = nullptr;
 };
 // Host shards at least this large run concurrently on the host thread pool when several are
 // launched with par.
@@ -192,7 +227,9 @@ void parallel_for(std::int64_t count, void (*body)(const void* ctx, std::int64_t
 // staging buffers below (waits), GPU <-> GPU with a peer copy on the destination's stream (the
 // host does not wait). Between ranks: a message from the source's rank to the destination's
 // (both wait; every rank calls it, the others return at once).
-void copy_between(int dst_device, void* dst, int src_device, const void* src, std::size_t bytes);
+// `dst_buf` and `src_buf`, the allocations holding dst and src when known, are made resident first.
+void copy_between(int dst_device, void* dst, int src_device, const void* src, std::size_t bytes,
+                  buffer* dst_buf = nullptr, buffer* src_buf = nullptr);
 // The same for `height` rows of `width` bytes, `dst_pitch` / `src_pitch` bytes apart: one
 // cudaMemcpy3DPeerAsync between GPUs instead of a pack, a copy and an unpack.
 void copy_between_2d(int dst_device, void* dst, std::size_t dst_pitch, int src_device, const void* src,
@@ -205,6 +242,8 @@ struct copy_region {
   int src_device;
   const void* src;
   std::size_t src_pitch, width, height;
+  buffer* dst_buf = nullptr;  // the allocations holding dst and src, made resident before the copy
+  buffer* src_buf = nullptr;
 };
 // Several copies at once (disjoint destinations), each ordered as copy_between orders one: the
 // copies between GPUs of this process run concurrently, behind one cross-device wait per pair of

@@ -129,7 +129,7 @@ void assign_node(const Layout<T, N>& dst, const Node& node, execution_policy pol
     hazard = hazard || plan.hazard;
     Task t{.out = {p.ptr, {}}, .e = plan.e, .ext = plan.ext, .n = plan.n, .mode = plan.mode, .wide = plan.wide};
     for (int k = 0; k < N; ++k) t.out.st[k] = p.stride[k];
-    jobs.push_back({.task = t, .device = p.device, .shard = s, .n = plan.n});
+    jobs.push_back({.task = t, .device = p.device, .shard = s, .n = plan.n, .uses = plan.uses});
   };
   for (std::size_t s = 0; s < dst.parts.size(); ++s) {
     const Part<T, N>& p = dst.parts[s];

@@ -95,27 +95,22 @@ void move_piece(const std::shared_ptr<Layout<T, N>>& dst, const std::shared_ptr<
   const PieceRows dr = rows_of(d), sr = rows_of(s);
   if (dr.ok && sr.ok && dr.width == sr.width && dr.height == sr.height && dr.height > 1 &&
       !rt::crosses_ranks(pair, 2, "a copy between devices")) {
-    if (d.buf) rt::make_resident(*d.buf);
-    if (s.buf) rt::make_resident(*s.buf);
     const auto bytes = sizeof(T);
     batch.push_back({d.device.id(), d.ptr, static_cast<std::size_t>(dr.pitch) * bytes, s.device.id(), s.ptr,
                      static_cast<std::size_t>(sr.pitch) * bytes, static_cast<std::size_t>(dr.width) * bytes,
-                     static_cast<std::size_t>(dr.height)});
+                     static_cast<std::size_t>(dr.height), d.buf.get(), s.buf.get()});
     return;
   }
   const auto bytes = static_cast<std::size_t>(volume<N>(s.extent)) * sizeof(T);
   if (s.contiguous() && d.contiguous()) {
-    if (d.buf) rt::make_resident(*d.buf);
-    if (s.buf) rt::make_resident(*s.buf);
-    batch.push_back({d.device.id(), d.ptr, bytes, s.device.id(), s.ptr, bytes, bytes, 1});
+    batch.push_back({d.device.id(), d.ptr, bytes, s.device.id(), s.ptr, bytes, bytes, 1, d.buf.get(), s.buf.get()});
     return;
   }
   auto packed = s.contiguous() ? src : contiguous_piece<T, N>(src->shape, s.device, s.origin, s.extent);
   if (packed != src) assign_node(*packed, ArrayLeaf<T, N>{src}, par);
   auto landing = d.contiguous() ? dst : contiguous_piece<T, N>(dst->shape, d.device, d.origin, d.extent);
-  if (packed->parts[0].buf) rt::make_resident(*packed->parts[0].buf);
-  if (landing->parts[0].buf) rt::make_resident(*landing->parts[0].buf);
-  rt::copy_between(d.device.id(), landing->parts[0].ptr, s.device.id(), packed->parts[0].ptr, bytes);
+  rt::copy_between(d.device.id(), landing->parts[0].ptr, s.device.id(), packed->parts[0].ptr, bytes,
+                   landing->parts[0].buf.get(), packed->parts[0].buf.get());
   if (landing != dst) assign_node(*dst, ArrayLeaf<T, N>{landing}, par);
   // The temporaries die here; their blocks return to the memory cache in stream order.
 }

@@ -47,6 +47,8 @@ struct ShardContext {
   bool dim0_vectors = N > 0;  // every leaf is readable K elements at a time along dim 0 (vec_at)
   index_t max_offset = 0;
   int operand = 0;
+  const int* positions = nullptr;  // user kernels: the argument position of each array operand, for messages
+  rt::buffer_list uses;            // every buffer read or written, made resident by execute()
 };
 
 inline std::string box_string(const index_t* lo, const index_t* ext, int n) {
@@ -138,8 +140,10 @@ LeafEval<T, N> build(const ArrayLeaf<T, M>& leaf, ShardContext<N>& c) {
   const Layout<T, M>& l = *leaf.layout;
   const auto view = operand_view<T, M, N>(l, c.device, c.shape, c.origin, c.extent);
   if (!view.part) {
+    const std::string which = c.positions ? "argument #" + std::to_string(c.positions[operand - 1])
+                                          : "operand #" + std::to_string(operand);
     throw placement_mismatch(
-        "tessera::placement_mismatch: operand #" + std::to_string(operand) + " (" + shape_string<M>(l.shape) + ", " +
+        "tessera::placement_mismatch: " + which + " (" + shape_string<M>(l.shape) + ", " +
         describe_placement(l) + ") has no part on " + c.device.name() + " holding indices " +
         box_string(view.lo, view.len, M) + ", which the destination (" + c.what.str() + ") computes there. Operands "
         "must share the destination's shard dimension and block boundaries, be replicated, or be replicated with "
@@ -161,7 +165,7 @@ LeafEval<T, N> build(const ArrayLeaf<T, M>& leaf, ShardContext<N>& c) {
       if (!ok) c.dim0_vectors = false;
     }
   }
-  rt::make_resident(*found->buf);
+  c.uses.add(found->buf.get());
   // Alias check: reading the written buffer through another mapping needs a temporary.
   if (found->buf.get() == c.out.buf) {
     bool same_map = static_cast<const void*>(e.p) == c.out.ptr;
@@ -208,6 +212,7 @@ struct ShardPlan {
   bool wide;     // 64-bit index math: the box or an operand's offset reaches narrow_index_limit
   bool hazard;   // a read overlaps the written region through another mapping
   bool dim0_vectors;  // readable with vec_at along dim 0 (broadcast leaves allowed)
+  rt::buffer_list uses;  // the buffers read and written: the job's, made resident by execute()
 };
 
 // Plans the evaluation of `node` (broadcast to `shape`) over `box`. `out`, for an assignment, is
@@ -215,13 +220,14 @@ struct ShardPlan {
 template <int N, class Node, class T = char>
 ShardPlan<eval_t<Node, N>, N> plan_shard(const Node& node, const Shape<N>& shape,
                                          const typename Geometry<N>::Box& box, lazy_text what,
-                                         const Part<T, N>* out = nullptr) {
-  ShardContext<N> c{.device = box.device, .shape = shape, .origin = box.origin, .extent = box.extent, .what = what};
+                                         const Part<T, N>* out = nullptr, const int* positions = nullptr) {
+  ShardContext<N> c{
+      .device = box.device, .shape = shape, .origin = box.origin, .extent = box.extent, .what = what, .positions = positions};
   if (out != nullptr) {
     auto [lo, hi] = byte_span<N>(out->ptr, out->stride.data(), out->extent.data());
     c.out = {.ptr = out->ptr, .stride = out->stride.data(), .buf = out->buf.get(), .lo = lo, .hi = hi};
     note_strides<N>(c, out->stride.data(), out->ptr);
-    if (out->buf) rt::make_resident(*out->buf);
+    c.uses.add(out->buf.get());
   }
   ShardPlan<eval_t<Node, N>, N> p{.e = build(node, c), .ext = {}, .n = volume<N>(box.extent)};
   for (int k = 0; k < N; ++k) p.ext[k] = box.extent[k];
@@ -229,6 +235,7 @@ ShardPlan<eval_t<Node, N>, N> plan_shard(const Node& node, const Shape<N>& shape
   p.wide = p.n >= narrow_index_limit || c.max_offset >= narrow_index_limit;
   p.hazard = c.hazard;
   p.dim0_vectors = c.dim0_vectors;
+  p.uses = std::move(c.uses);
   return p;
 }
 
@@ -248,8 +255,10 @@ void choose(const X&, const Shape<R>&, LayoutChoice<R>&) {}
 template <int R, class T, int M>
 void choose(const ArrayLeaf<T, M>& leaf, const Shape<R>& shape, LayoutChoice<R>& c) {
   const auto& l = *leaf.layout;
-  int priority = l.replicated ? 1 : (l.shard_dim >= 0 && l.parts.size() > 1) ? 3 : 2;
-  if (priority == 3 && l.shape[l.shard_dim] != shape[l.shard_dim]) priority = 0;
+  // An array sharded over one device counts as sharded, so that a result takes its placement
+  // (shard(d) over that device) rather than on(device), as it does over several devices.
+  int priority = l.replicated ? 1 : l.shard_dim >= 0 ? 3 : 2;
+  if (priority == 3 && l.shape[l.shard_dim] != shape[l.shard_dim]) priority = l.parts.size() == 1 ? 2 : 0;
   if (l.parts.empty()) priority = 0;
   if (priority <= c.priority) return;
   c.priority = priority;

@@ -67,7 +67,7 @@ std::vector<Job<full_task_t<Acc, Node, Map, Op>>> plan_full(const Node& node, co
     const auto plan = plan_shard<R>(node, shape, b, {&shape, &describe_reduction<R>});
     full_task_t<Acc, Node, Map, Op> t{.e = plan.e, .map = map, .op = op, .init = init, .ext = plan.ext,
                                       .n = plan.n, .mode = plan.mode, .wide = plan.wide, .result = nullptr};
-    jobs.push_back({.task = t, .device = b.device, .shard = static_cast<int>(s), .n = plan.n});
+    jobs.push_back({.task = t, .device = b.device, .shard = static_cast<int>(s), .n = plan.n, .uses = plan.uses});
     if (g.replicated && !every_replica) break;  // every replica holds the same values
   }
   return jobs;
@@ -149,7 +149,7 @@ Array<Acc, 0> reduce_node_array(const Node& node, Map map, Op op, Acc init) {
   std::shared_ptr<const Layout<Acc, 2>> gather;
   if (combine) gather = partials_buffer<Acc>(g, 1);
   for (std::size_t s = 0; s < ndev; ++s) {  // an empty shard still stores init
-    rt::make_resident(*out->parts[s].buf);
+    jobs[s].uses.add(out->parts[s].buf.get());
     jobs[s].task.result = combine ? gather->parts[s].ptr + s : out->parts[s].ptr;
   }
   execute(jobs);

@@ -116,8 +116,8 @@ std::shared_ptr<const Layout<Acc, Node::rank>> reduce_dims_layout(const Node& no
     const auto plan = plan_shard<R>(node, in_shape, gin.boxes[s], {&in_shape, &describe_dims_reduction<R>});
     Acc* dst = shard_reduced ? gather->parts[s].ptr + static_cast<index_t>(s) * k_out : p.ptr;
     Task t = dims_task<Acc, H>(plan, mask, map, op, init, dst, n);
-    rt::make_resident(*p.buf);
-    jobs.push_back({.task = t, .device = p.device, .shard = static_cast<int>(s), .n = n});
+    jobs.push_back({.task = t, .device = p.device, .shard = static_cast<int>(s), .n = n, .uses = plan.uses});
+    jobs.back().uses.add(p.buf.get());
   }
   execute(jobs);
   if (gather) combine_partials<Acc>(*gather, *out, k_out, op, init);

@@ -35,12 +35,12 @@ void scan_parts(const Layout<A, N>& src, const Layout<A, N>& dst, int dim, scan_
     index_t inner = 1, outer = 1;
     for (int k = 0; k < dim; ++k) inner *= p.extent[k];
     for (int k = dim + 1; k < N; ++k) outer *= p.extent[k];
-    rt::make_resident(*p.buf);
-    rt::make_resident(*q.buf);
     jobs.push_back({.task = {.in = p.ptr, .out = q.ptr, .inner = inner, .len = p.extent[dim], .outer = outer, .op = kind},
                     .device = p.device,
                     .shard = static_cast<int>(s),
                     .n = volume<N>(p.extent)});
+    jobs.back().uses.add(p.buf.get());
+    jobs.back().uses.add(q.buf.get());
   }
   execute(jobs);
 }

@@ -118,6 +118,7 @@ sorted_run<K> sort_to_root(const Node& node, bool with_idx, bool desc) {
                     .device = p.device,
                     .shard = static_cast<int>(s),
                     .n = volume<1>(p.extent)});
+    jobs.back().uses.add(p.buf.get());
   }
   execute(jobs);
   out.root = rg.boxes[live[0]].device;
@@ -167,9 +168,8 @@ Array<T, 1> spread_from(const std::shared_ptr<const Layout<T, 1>>& whole, const 
   const Part<T, 1>& w = whole->parts[0];
   for (const auto& q : out->parts) {
     if (q.empty()) continue;
-    rt::make_resident(*q.buf);
     rt::copy_between(q.device.id(), q.ptr, w.device.id(), w.ptr + q.origin[0],
-                     static_cast<std::size_t>(q.extent[0]) * sizeof(T));
+                     static_cast<std::size_t>(q.extent[0]) * sizeof(T), q.buf.get(), w.buf.get());
   }
   return Array<T, 1>(std::move(out));
 }
