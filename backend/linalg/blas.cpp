@@ -180,33 +180,46 @@ void host_gemv(std::int64_t m, std::int64_t k, operand a, const T* x, std::int64
 
 }  // namespace
 
-void gemm(int device, dtype t, std::int64_t m, std::int64_t n, std::int64_t k, operand a, operand b, void* c,
-          std::int64_t ldc) {
-  if (rt::is_remote(device)) return;  // another rank's device computes its own product
-#if TESSERA_HAS_CUDA
-  if (rt::is_gpu(rt::get(), device)) {
-    if (m > 0 && n > 0) gpu_gemm(device, t, m, n, k, a, b, c, ldc);
-    return;
+}  // namespace tessera::detail::blas
+
+namespace tessera::detail::host {
+
+void run(const ProductTask& t) {
+  using namespace blas;
+  if (t.matrix_vector) {
+    if (t.type == dtype::f32)
+      host_gemv<float>(t.m, t.k, t.a, static_cast<const float*>(t.b.p), t.b.ld, static_cast<float*>(t.c), t.ldc);
+    else
+      host_gemv<double>(t.m, t.k, t.a, static_cast<const double*>(t.b.p), t.b.ld, static_cast<double*>(t.c), t.ldc);
+  } else if (t.type == dtype::f32) {
+    host_gemm<float>(t.m, t.n, t.k, t.a, t.b, static_cast<float*>(t.c), t.ldc);
+  } else {
+    host_gemm<double>(t.m, t.n, t.k, t.a, t.b, static_cast<double*>(t.c), t.ldc);
   }
-#endif
-  (void)rt::info(device);
-  if (t == dtype::f32) host_gemm<float>(m, n, k, a, b, static_cast<float*>(c), ldc);
-  else host_gemm<double>(m, n, k, a, b, static_cast<double*>(c), ldc);
 }
 
-void gemv(int device, dtype t, std::int64_t m, std::int64_t k, operand a, const void* x, std::int64_t incx, void* y,
-          std::int64_t incy) {
-  if (rt::is_remote(device)) return;  // another rank's device computes its own product
+}  // namespace tessera::detail::host
+
+namespace tessera::detail::cuda {
+
+void run(const ProductTask& t, int device, int shard) {
+  (void)shard;
 #if TESSERA_HAS_CUDA
-  if (rt::is_gpu(rt::get(), device)) {
-    if (m > 0) gpu_gemv(device, t, m, k, a, x, incx, y, incy);
-    return;
+  using namespace blas;
+  if (t.matrix_vector) {
+    if (t.m > 0) gpu_gemv(device, t.type, t.m, t.k, t.a, t.b.p, t.b.ld, t.c, t.ldc);
+  } else if (t.m > 0 && t.n > 0) {
+    gpu_gemm(device, t.type, t.m, t.n, t.k, t.a, t.b, t.c, t.ldc);
   }
+#else
+  (void)t;
+  throw error("tessera: this build has no CUDA, so a matrix product cannot run on " + rt::info(device).name);
 #endif
-  (void)rt::info(device);
-  if (t == dtype::f32) host_gemv<float>(m, k, a, static_cast<const float*>(x), incx, static_cast<float*>(y), incy);
-  else host_gemv<double>(m, k, a, static_cast<const double*>(x), incx, static_cast<double*>(y), incy);
 }
+
+}  // namespace tessera::detail::cuda
+
+namespace tessera::detail::blas {
 
 const char* host_blas_name() {
 #if TESSERA_HAS_CBLAS

@@ -65,12 +65,14 @@ split split_of(const Layout<T, N>& l) {
   return l.shard_dim == 0 ? split::dim0 : split::dim1;
 }
 
-// The part of `l` on device d (whole operands: the one covering everything), or null.
+// The part of `l` on device d holding rows [r0, r0 + rn) and, for a matrix, columns [c0, c0 + cn):
+// the placement rule of every operation (operand_view), or null when there is none.
 template <class T, int N>
-const Part<T, N>* part_on(const Layout<T, N>& l, Device d) {
-  for (auto& p : l.parts)
-    if (p.device == d) return &p;
-  return nullptr;
+const Part<T, N>* holding(const Layout<T, N>& l, Device d, index_t r0, index_t rn, index_t c0 = 0, index_t cn = 1) {
+  Shape<N> o{}, e{};
+  o[0] = r0, e[0] = rn;
+  if constexpr (N == 2) o[1] = c0, e[1] = cn;
+  return operand_view<T, N, N>(l, d, l.shape, o, e).part;
 }
 
 // A part as a BLAS matrix: column-major (stride 1 down the rows) or its transpose (stride 1
@@ -130,42 +132,26 @@ template <class T, int NA, int NB>
                            "Fix: create the operands with one of these placements.");
 }
 
-// One device's product: C_d (m x n, contiguous) = A_d (m x k) * B_d (k x n, or a vector).
+// One device's product: C (rows r0.. of `c`, m x n, contiguous) = A's rows [r0, r0 + m) and
+// columns [k0, k0 + k) times B's rows [k0, k0 + k) and columns [c0, c0 + n) (or a vector), from the
+// parts qa and qb that hold them.
 template <class T, int NB>
-struct product_job {
-  Device device;
-  index_t m, n, k;
-  blas::operand a;
-  const T* b;  // B's first element (vector or matrix)
-  index_t ldb_or_inc;
-  bool b_trans;
-  T* c;
-};
-
-template <class T, int NB>
-void run_products(const std::vector<product_job<T, NB>>& jobs) {
-  for (auto& j : jobs) {
-    if (NB == 1) {
-      blas::gemv(j.device.id(), blas_type<T>(), j.m, j.k, j.a, j.b, j.ldb_or_inc, j.c, 1);
-    } else {
-      blas::gemm(j.device.id(), blas_type<T>(), j.m, j.n, j.k, j.a, blas::operand{j.b, j.ldb_or_inc, j.b_trans},
-                 j.c, j.m > 1 ? j.m : 1);
-    }
-  }
-}
-
-// B's rows [r0, r0 + len) on its part p (a vector or a matrix), as the BLAS sees them.
-template <class T, int NB>
-void b_operand(const Part<T, NB>& p, index_t r0, product_job<T, NB>& j) {
+Job<ProductTask> product_job(Device d, int shard, const Part<T, 2>& qa, const Part<T, NB>& qb, T* c, index_t r0,
+                             index_t m, index_t c0, index_t n, index_t k0, index_t k) {
+  Job<ProductTask> j{.task = {.type = blas_type<T>(), .matrix_vector = NB == 1, .m = m, .n = n, .k = k,
+                              .a = *as_blas(qa, r0 - qa.origin[0], k0 - qa.origin[1]), .b = {}, .c = c,
+                              .ldc = NB == 1 ? 1 : (m > 1 ? m : 1)},
+                     .device = d,
+                     .shard = shard,
+                     .n = m * n * (k > 0 ? k : 1)};
   if constexpr (NB == 1) {
-    j.b = p.ptr + (r0 - p.origin[0]) * p.stride[0];
-    j.ldb_or_inc = p.extent[0] > 1 ? p.stride[0] : 1;
+    j.task.b = {qb.ptr + (k0 - qb.origin[0]) * qb.stride[0], qb.extent[0] > 1 ? qb.stride[0] : 1, false};
   } else {
-    const auto op = *as_blas(p, r0 - p.origin[0], 0);
-    j.b = static_cast<const T*>(op.p);
-    j.ldb_or_inc = op.ld;
-    j.b_trans = op.trans;
+    j.task.b = *as_blas(qb, k0 - qb.origin[0], c0 - qb.origin[1]);
   }
+  j.uses.add(qa.buf.get());
+  j.uses.add(qb.buf.get());
+  return j;
 }
 
 template <class T, int NB>
@@ -202,14 +188,14 @@ auto matmul_layouts(std::shared_ptr<const Layout<T, 2>> pa, std::shared_ptr<cons
       for (auto& p : b0.parts) devs.push_back(p.device), kblock.push_back({p.origin[0], p.extent[0]});
     }
     for (std::size_t d = 0; d < devs.size(); ++d) {
-      const auto* qa = part_on(a0, devs[d]);
-      const auto* qb = part_on(b0, devs[d]);
-      if (!qa || !qb) product_mismatch(a0, b0, "the inner dimension is split over " + device_list(devs) +
-                                                   ", and the other operand has no part on " + devs[d].name());
-      if (sa == split::dim1 && (qa->origin[1] != kblock[d].first || qa->extent[1] != kblock[d].second))
-        product_mismatch(a0, b0, "A's column blocks and B's row blocks differ");
-      if (sb == split::dim0 && (qb->origin[0] != kblock[d].first || qb->extent[0] != kblock[d].second))
-        product_mismatch(a0, b0, "A's column blocks and B's row blocks differ");
+      const auto [k0, kn] = kblock[d];
+      if (kn == 0 || m == 0 || n == 0) continue;  // no work there
+      if (!holding(a0, devs[d], 0, m, k0, kn) || !holding(b0, devs[d], k0, kn, 0, n)) {
+        product_mismatch(a0, b0, "the inner dimension is split over " + device_list(devs) + ", and " +
+                                     (from_a ? "B" : "A") + " has no part on " + devs[d].name() + " holding block [" +
+                                     std::to_string(k0) + "," + std::to_string(k0 + kn) +
+                                     ") of it (A's column blocks and B's row blocks must agree)");
+      }
     }
     if (!natural && !(result.kind == Placement::kind_t::replicate || result.kind == Placement::kind_t::single ||
                       (result.kind == Placement::kind_t::shard && result.dim == NB - 1))) {
@@ -253,58 +239,61 @@ auto matmul_layouts(std::shared_ptr<const Layout<T, 2>> pa, std::shared_ptr<cons
                              "over the devices. Leave the placement out, or move the result afterwards.");
     }
   }
-  for (Device d : devs) {
-    if (!part_on(a0, d) || !part_on(b0, d))
-      product_mismatch(a0, b0, "both operands need a part on every computing device (" + device_list(devs) + ")");
+  // The result's boxes (no split inner dimension): A's row blocks, B's column blocks, or whole copies.
+  Geometry<NB> g{cshape, -1, false, {}};
+  if (!k_split) {
+    if (sa == split::dim0) g.shard_dim = 0;
+    else if (sb == split::dim1) g.shard_dim = NB - 1;
+    else g.replicated = devs.size() > 1 || a0.replicated;
+    if (sa == split::dim0) {
+      for (const auto& p : a0.parts) {
+        typename Geometry<NB>::Box box{p.device, {}, cshape};
+        box.origin[0] = p.origin[0], box.extent[0] = p.extent[0];
+        g.boxes.push_back(box);
+      }
+    } else if (sb == split::dim1) {
+      for (const auto& p : b0.parts) {
+        typename Geometry<NB>::Box box{p.device, {}, cshape};
+        box.origin[NB - 1] = p.origin[NB - 1], box.extent[NB - 1] = p.extent[NB - 1];
+        g.boxes.push_back(box);
+      }
+    } else {
+      for (Device d : devs) g.boxes.push_back({d, {}, cshape});
+    }
+    // Every operand's block must be on its box's device (checked before anything is allocated).
+    for (const auto& box : g.boxes) {
+      const index_t r0 = box.origin[0], rn = box.extent[0];
+      const index_t c0 = NB == 2 ? box.origin[NB - 1] : 0, cn = NB == 2 ? box.extent[NB - 1] : 1;
+      if (rn * cn == 0 || k == 0) continue;  // nothing read: the result is empty or zeros
+      if (!holding(a0, box.device, r0, rn, 0, k) || !holding(b0, box.device, 0, k, c0, cn)) {
+        product_mismatch(a0, b0, "both operands need a part on every computing device (" + device_list(devs) +
+                                     ") holding the block it computes");
+      }
+    }
   }
-  // Contiguous copies where a part is a strided view.
+  // Contiguous copies where a part is a strided view (same devices and boxes).
   pa = blas_layout<T, 2>(pa);
   pb = blas_layout<T, NB>(pb);
   const Layout<T, 2>& a = *pa;
   const Layout<T, NB>& b = *pb;
-  make_parts_resident(a);
-  make_parts_resident(b);
   const memory mem = a.mem;
-  std::vector<product_job<T, NB>> jobs;
+  std::vector<Job<ProductTask>> jobs;
   if (!k_split) {
-    // C's boxes: A's row blocks, B's column blocks, or whole copies.
-    Geometry<NB> g{cshape, -1, false, {}};
-    if (sa == split::dim0) g.shard_dim = 0;
-    else if (sb == split::dim1) g.shard_dim = NB - 1;
-    else g.replicated = devs.size() > 1 || a.replicated;
-    for (Device d : devs) {
-      const auto& qa = *part_on(a, d);
-      const auto& qb = *part_on(b, d);
-      typename Geometry<NB>::Box box{d, {}, cshape};
-      if (sa == split::dim0) box.origin[0] = qa.origin[0], box.extent[0] = qa.extent[0];
-      if constexpr (NB == 2) {
-        if (sb == split::dim1) box.origin[1] = qb.origin[1], box.extent[1] = qb.extent[1];
-      }
-      g.boxes.push_back(box);
-    }
     auto out = std::make_shared<const Layout<T, NB>>(allocate_layout<T, NB>(g, mem));
     if (k == 0) {
       assign_node(*out, Scalar<T>{T(0)}, par);
       return Out(out);
     }
-    for (std::size_t s = 0; s < devs.size(); ++s) {
-      const auto& qa = *part_on(a, devs[s]);
-      const auto& qb = *part_on(b, devs[s]);
+    for (std::size_t s = 0; s < out->parts.size(); ++s) {
       const auto& qc = out->parts[s];
-      product_job<T, NB> j{devs[s], qc.extent[0], NB == 2 ? qc.extent[NB - 1] : 1, k, {}, nullptr, 1, false, qc.ptr};
       if (volume<NB>(qc.extent) == 0) continue;
-      j.a = *as_blas(qa, qc.origin[0] - qa.origin[0], 0);
-      if constexpr (NB == 2) {
-        const auto op = *as_blas(qb, 0, qc.origin[1] - qb.origin[1]);
-        j.b = static_cast<const T*>(op.p);
-        j.ldb_or_inc = op.ld;
-        j.b_trans = op.trans;
-      } else {
-        b_operand<T, NB>(qb, 0, j);
-      }
-      jobs.push_back(j);
+      const index_t r0 = qc.origin[0], rn = qc.extent[0];
+      const index_t c0 = NB == 2 ? qc.origin[NB - 1] : 0, cn = NB == 2 ? qc.extent[NB - 1] : 1;
+      jobs.push_back(product_job<T, NB>(qc.device, static_cast<int>(s), *holding(a, qc.device, r0, rn, 0, k),
+                                        *holding(b, qc.device, 0, k, c0, cn), qc.ptr, r0, rn, c0, cn, 0, k));
+      jobs.back().uses.add(qc.buf.get());
     }
-    run_products<T, NB>(jobs);
+    execute(jobs);
     return Out(out);
   }
   // The inner dimension is split: every device computes a full-size partial, then they combine.
@@ -312,10 +301,7 @@ auto matmul_layouts(std::shared_ptr<const Layout<T, 2>> pa, std::shared_ptr<cons
       allocate_layout<T, NB>(geometry_from_placement<NB>(cshape, replicate(devs)), memory::device)));
   const auto& pl = partials.layout();
   for (std::size_t s = 0; s < devs.size(); ++s) {
-    const auto& qa = *part_on(a, devs[s]);
-    const auto& qb = *part_on(b, devs[s]);
     const auto [k0, kn] = kblock[s];
-    product_job<T, NB> j{devs[s], m, n, kn, {}, nullptr, 1, false, pl.parts[s].ptr};
     if (m == 0 || n == 0) continue;
     if (kn == 0) {
       // This device holds none of the inner dimension: its partial is zero.
@@ -325,11 +311,11 @@ auto matmul_layouts(std::shared_ptr<const Layout<T, 2>> pa, std::shared_ptr<cons
       assign_node(*one, Scalar<T>{T(0)}, par);
       continue;
     }
-    j.a = *as_blas(qa, 0, k0 - qa.origin[1]);
-    b_operand<T, NB>(qb, k0, j);
-    jobs.push_back(j);
+    jobs.push_back(product_job<T, NB>(devs[s], static_cast<int>(s), *holding(a, devs[s], 0, m, k0, kn),
+                                      *holding(b, devs[s], k0, kn, 0, n), pl.parts[s].ptr, 0, m, 0, n, k0, kn));
+    jobs.back().uses.add(pl.parts[s].buf.get());
   }
-  run_products<T, NB>(jobs);
+  execute(jobs);
   Out summed = result.kind == Placement::kind_t::shard ? reduce_scatter(partials, reduce_op::sum) : partials;
   if (result.kind != Placement::kind_t::shard) allreduce(summed, reduce_op::sum);
   if (result.kind == Placement::kind_t::single) {
