@@ -14,6 +14,10 @@
 #include <cstdint>
 #include <type_traits>
 
+namespace tessera::detail::rt {
+class buffer_list;
+}
+
 namespace tessera::detail::comm {
 
 enum class dtype { u8, i32, i64, f32, f64 };
@@ -31,16 +35,21 @@ constexpr dtype dtype_of() {
   }
 }
 
+// `uses`, when given, lists the buffers behind send and recv: they are made resident on their owners
+// first (a unified buffer that host code touched is prefetched back), as for any task.
+//
 // recv[r] receives n * bytes: rank q's `bytes` from send[q] at offset q * bytes. In place when
 // send[r] == recv[r] + r * bytes.
-void allgather(const int* devices, int n, const void* const* send, void* const* recv, std::size_t bytes);
+void allgather(const int* devices, int n, const void* const* send, void* const* recv, std::size_t bytes,
+               const rt::buffer_list* uses = nullptr);
 // recv[r][i] = op over q of send[q][i], i < count. In place when send[r] == recv[r].
 void allreduce(const int* devices, int n, const void* const* send, void* const* recv, std::size_t count, dtype t,
-               op o);
+               op o, const rt::buffer_list* uses = nullptr);
 // recv[r] = send[root] (bytes). In place when send[r] == recv[r].
-void broadcast(const int* devices, int n, int root, const void* const* send, void* const* recv, std::size_t bytes);
+void broadcast(const int* devices, int n, int root, const void* const* send, void* const* recv, std::size_t bytes,
+               const rt::buffer_list* uses = nullptr);
 // recv[r][i] = op over q of send[q][r * count + i], i < count.
 void reduce_scatter(const int* devices, int n, const void* const* send, void* const* recv, std::size_t count,
-                    dtype t, op o);
+                    dtype t, op o, const rt::buffer_list* uses = nullptr);
 
 }  // namespace tessera::detail::comm

@@ -345,13 +345,15 @@ reach reach_of(const char* what, const int* devices, int n) {
 
 }  // namespace
 
-void allgather(const int* devices, int n, const void* const* send, void* const* recv, std::size_t bytes) {
+void allgather(const int* devices, int n, const void* const* send, void* const* recv, std::size_t bytes,
+               const rt::buffer_list* uses) {
   const bool gpus = check_devices("allgather", devices, n);
   if (bytes == 0) return;
   check_buffers("allgather", "send", send, n);
   check_buffers("allgather", "receive", recv, n);
   const reach where = reach_of("allgather", devices, n);
   if (where == reach::elsewhere) return;
+  if (uses) rt::make_resident(*uses);
 #if TESSERA_HAS_CUDA
   if (gpus) return nccl::allgather(devices, n, send, recv, bytes);
 #endif
@@ -361,7 +363,7 @@ void allgather(const int* devices, int n, const void* const* send, void* const* 
 }
 
 void allreduce(const int* devices, int n, const void* const* send, void* const* recv, std::size_t count, dtype t,
-               op o) {
+               op o, const rt::buffer_list* uses) {
   const bool gpus = check_devices("allreduce", devices, n);
   (void)size_of(t);
   check_op("allreduce", o);
@@ -370,6 +372,7 @@ void allreduce(const int* devices, int n, const void* const* send, void* const* 
   check_buffers("allreduce", "receive", recv, n);
   const reach where = reach_of("allreduce", devices, n);
   if (where == reach::elsewhere) return;
+  if (uses) rt::make_resident(*uses);
 #if TESSERA_HAS_CUDA
   if (gpus) return nccl::allreduce(devices, n, send, recv, count, t, o);
 #endif
@@ -378,7 +381,8 @@ void allreduce(const int* devices, int n, const void* const* send, void* const* 
   host_allreduce(n, send, recv, count, t, o);
 }
 
-void broadcast(const int* devices, int n, int root, const void* const* send, void* const* recv, std::size_t bytes) {
+void broadcast(const int* devices, int n, int root, const void* const* send, void* const* recv, std::size_t bytes,
+               const rt::buffer_list* uses) {
   const bool gpus = check_devices("broadcast", devices, n);
   if (root < 0 || root >= n) {
     throw invalid_argument("tessera: comm::broadcast over " + device_list(devices, n) + ": root rank " +
@@ -389,6 +393,7 @@ void broadcast(const int* devices, int n, int root, const void* const* send, voi
   check_buffers("broadcast", "receive", recv, n);
   const reach where = reach_of("broadcast", devices, n);
   if (where == reach::elsewhere) return;
+  if (uses) rt::make_resident(*uses);
 #if TESSERA_HAS_CUDA
   if (gpus) return nccl::broadcast(devices, n, root, send, recv, bytes);
 #endif
@@ -398,7 +403,7 @@ void broadcast(const int* devices, int n, int root, const void* const* send, voi
 }
 
 void reduce_scatter(const int* devices, int n, const void* const* send, void* const* recv, std::size_t count,
-                    dtype t, op o) {
+                    dtype t, op o, const rt::buffer_list* uses) {
   const bool gpus = check_devices("reduce_scatter", devices, n);
   (void)size_of(t);
   check_op("reduce_scatter", o);
@@ -407,6 +412,7 @@ void reduce_scatter(const int* devices, int n, const void* const* send, void* co
   check_buffers("reduce_scatter", "receive", recv, n);
   const reach where = reach_of("reduce_scatter", devices, n);
   if (where == reach::elsewhere) return;
+  if (uses) rt::make_resident(*uses);
 #if TESSERA_HAS_CUDA
   if (gpus) return nccl::reduce_scatter(devices, n, send, recv, count, t, o);
 #endif

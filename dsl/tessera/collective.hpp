@@ -59,11 +59,16 @@ void require_replicated(const Layout<T, N>& l, const char* what, const char* fix
                            shape_string<N>(l.shape) + ", " + describe_placement(l) + ". " + fix);
 }
 
-// Makes every buffer of a layout resident on its owner before a collective reads or writes it.
-template <class T, int N>
-void make_parts_resident(const Layout<T, N>& l) {
-  for (auto& p : l.parts)
-    if (p.buf) rt::make_resident(*p.buf);
+// The buffers of the layouts a collective reads or writes: the collective makes them resident on
+// their owners first (comm.hpp), as execute() does for a task's.
+template <class T, int N, class... L>
+rt::buffer_list buffers_of_layouts(const Layout<T, N>& l, const L&... more) {
+  rt::buffer_list uses;
+  for (auto& p : l.parts) uses.add(p.buf.get());
+  ((void)[&] {
+    for (auto& p : more.parts) uses.add(p.buf.get());
+  }(), ...);
+  return uses;
 }
 
 // The arguments of an in-place collective over every part of a layout (made resident first).
@@ -71,15 +76,15 @@ struct in_place_args {
   std::vector<int> ids;
   std::vector<const void*> send;
   std::vector<void*> recv;
+  rt::buffer_list uses;
 };
 template <class T, int N>
 in_place_args in_place_buffers(const Layout<T, N>& l) {
-  in_place_args a{device_ids(l), {}, {}};
+  in_place_args a{device_ids(l), {}, {}, buffers_of_layouts(l)};
   for (auto& p : l.parts) {
     a.send.push_back(p.ptr);
     a.recv.push_back(p.ptr);
   }
-  make_parts_resident(l);
   return a;
 }
 
@@ -129,6 +134,7 @@ std::vector<std::shared_ptr<rt::buffer>> scratch_buffers(const std::vector<int>&
 template <class T, int N>
 void gather_blocks(const Layout<T, N>& l, const Layout<T, N>& out, const std::vector<int>& ids) {
   const std::size_t n = ids.size();
+  const auto uses = buffers_of_layouts(l, out);
   // Block q holds indices [o_q, o_q + b_q) of dimension d: a contiguous run of inner * b_q * outer
   // elements. Concatenated in rank order the blocks are in the column-major order of the whole
   // array only when no dimension after d is longer than 1 (outer == 1).
@@ -163,7 +169,7 @@ void gather_blocks(const Layout<T, N>& l, const Layout<T, N>& out, const std::ve
       recv[r] = target[r];
     }
     comm::allgather(ids.data(), static_cast<int>(n), send.data(), recv.data(),
-                    static_cast<std::size_t>(elems[0]) * sizeof(T));
+                    static_cast<std::size_t>(elems[0]) * sizeof(T), &uses);
   } else {
     // Uneven blocks: NCCL's allgather moves equal blocks only, so each block is broadcast from its
     // owner into its place (the bytes of an allgather, no padding).
@@ -174,7 +180,7 @@ void gather_blocks(const Layout<T, N>& l, const Layout<T, N>& out, const std::ve
         send[r] = r == q ? static_cast<const void*>(l.parts[q].ptr) : recv[r];
       }
       comm::broadcast(ids.data(), static_cast<int>(n), static_cast<int>(q), send.data(), recv.data(),
-                      static_cast<std::size_t>(elems[q]) * sizeof(T));
+                      static_cast<std::size_t>(elems[q]) * sizeof(T), &uses);
     }
   }
   if (!in_order) {
@@ -203,6 +209,7 @@ void gather_blocks(const Layout<T, N>& l, const Layout<T, N>& out, const std::ve
 template <class T, int N>
 void scatter_blocks(const Layout<T, N>& l, const Layout<T, N>& out, const std::vector<int>& ids, comm::op o) {
   const std::size_t n = ids.size();
+  const auto uses = buffers_of_layouts(l, out);
   // Block r of the result holds indices [o_r, o_r + b_r) of the last dimension: a contiguous run of
   // inner * b_r elements at offset inner * o_r of every replica.
   index_t inner = 1, widest = 0;
@@ -220,7 +227,7 @@ void scatter_blocks(const Layout<T, N>& l, const Layout<T, N>& out, const std::v
       recv[r] = out.parts[r].ptr;
     }
     comm::reduce_scatter(ids.data(), static_cast<int>(n), send.data(), recv.data(),
-                         static_cast<std::size_t>(inner * widest), comm::dtype_of<T>(), o);
+                         static_cast<std::size_t>(inner * widest), comm::dtype_of<T>(), o, &uses);
     return;
   }
   // Uneven blocks: NCCL scatters equal blocks only. Each replica is copied into n slots of the
@@ -275,7 +282,7 @@ void scatter_blocks(const Layout<T, N>& l, const Layout<T, N>& out, const std::v
              column_major_strides<N>(blk.extent));
   }
   comm::reduce_scatter(ids.data(), static_cast<int>(n), send.data(), recv.data(), static_cast<std::size_t>(slot),
-                       comm::dtype_of<T>(), o);
+                       comm::dtype_of<T>(), o, &uses);
   if (!unpack_dst->parts.empty())
     assign_node(*unpack_dst, ArrayLeaf<T, N>{std::shared_ptr<const Layout<T, N>>(std::move(unpack_src))}, par);
   // The scratch buffers die here: their blocks go back to the memory cache, reused only after
@@ -299,7 +306,7 @@ void allreduce(Array<T, N>& x, reduce_op op = reduce_op::sum) {
   if (count == 0 || l.parts.size() == 1) return;  // one device: the op over one replica
   const auto b = detail::in_place_buffers(l);
   detail::comm::allreduce(b.ids.data(), static_cast<int>(b.ids.size()), b.send.data(), b.recv.data(),
-                          static_cast<std::size_t>(count), detail::comm::dtype_of<T>(), o);
+                          static_cast<std::size_t>(count), detail::comm::dtype_of<T>(), o, &b.uses);
 }
 
 /// broadcast_from(x, root): x is replicated; root's replica is copied into every other replica
@@ -324,7 +331,7 @@ void broadcast_from(Array<T, N>& x, Device root) {
   if (count == 0 || l.parts.size() == 1) return;
   const auto b = detail::in_place_buffers(l);
   detail::comm::broadcast(b.ids.data(), static_cast<int>(b.ids.size()), rank, b.send.data(), b.recv.data(),
-                          static_cast<std::size_t>(count) * sizeof(T));
+                          static_cast<std::size_t>(count) * sizeof(T), &b.uses);
 }
 
 /// allgather(x): a new array replicated over x's devices holding x's values (MPI_Allgather). x
@@ -342,12 +349,11 @@ Array<T, N> allgather(const Array<T, N>& x) {
   const index_t total = volume<N>(l.shape);
   if (total == 0) return Array<T, N>(out);
   const std::vector<int> ids = device_ids(l);
-  make_parts_resident(l);
-  make_parts_resident(*out);
   if (n == 1 || N == 0) {  // one device (a 0-d array is never sharded)
     const void* send = l.parts[0].ptr;
     void* recv = out->parts[0].ptr;
-    comm::allgather(ids.data(), 1, &send, &recv, static_cast<std::size_t>(total) * sizeof(T));
+    const auto uses = buffers_of_layouts(l, *out);
+    comm::allgather(ids.data(), 1, &send, &recv, static_cast<std::size_t>(total) * sizeof(T), &uses);
     return Array<T, N>(out);
   }
   if constexpr (N > 0) gather_blocks<T, N>(l, *out, ids);
@@ -377,8 +383,6 @@ Array<T, N> reduce_scatter(const Array<T, N>& x, reduce_op op = reduce_op::sum) 
     const index_t total = volume<N>(l.shape);
     if (total == 0) return Array<T, N>(out);
     const std::vector<int> ids = device_ids(l);
-    make_parts_resident(l);
-    make_parts_resident(*out);
     scatter_blocks<T, N>(l, *out, ids, o);
     return Array<T, N>(out);
   }
