@@ -144,10 +144,8 @@ void check_same_geometry(const Array<float, N>& got, const Array<float, N>& want
   const auto& g = got.layout();
   const auto& w = want.layout();
   CHECK(g.shape == w.shape);
-  // An array sharded over a one-device set and a result computed from it both live on that one
-  // device; the result reports no shard dimension (it is single-device), so compare the
-  // dimension only where there are several parts.
-  if (w.parts.size() > 1) CHECK(g.shard_dim == w.shard_dim);
+  // A result takes its sharded operand's shard dimension, also over a one-device set.
+  CHECK(g.shard_dim == w.shard_dim);
   CHECK(g.replicated == w.replicated);
   REQUIRE(g.parts.size() == w.parts.size());
   for (std::size_t i = 0; i < g.parts.size(); ++i) {
@@ -470,11 +468,13 @@ TEST_CASE("placement: a default-constructed Array takes the expression's placeme
       check_all_close(to_host(c), want);
       Array<float, 2> c2 = r + a;
       check_same_geometry<2>(c2, a);
-      // A sharded operand over a one-device set counts as single-device.
+      // A sharded operand over a one-device set keeps its placement (shard(d) over that device),
+      // as over several devices (issue #19: CuPy's squared_diff on one GPU).
       const auto one = make<2>(va, s, shard(d, DeviceSet{ds.back()}));
       Array<float, 2> c3;
       c3 = r + one;
-      check_single_layout<2>(c3, ds.back(), s);
+      check_same_geometry<2>(c3, one);
+      CHECK(c3.shard_dim() == d);
       check_all_close(to_host(c3), want);
     }
     // Else from the single-device operand.

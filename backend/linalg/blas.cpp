@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: Apache-2.0
 // The BLAS layer (blas.hpp): cuBLAS on GPUs, CBLAS or loops on host devices.
 #include <backend/linalg/blas.hpp>
-#include <backend/runtime/state.hpp>
+#include <backend/runtime/runtime.hpp>
 
 #include <climits>
 #include <mutex>
@@ -49,7 +49,7 @@ cublasHandle_t handle(int device) {
   static std::mutex m;
   static std::vector<cublasHandle_t> handles;
   std::lock_guard<std::mutex> lock(m);
-  if (handles.empty()) handles.resize(static_cast<std::size_t>(rt::get().gpu_count), nullptr);
+  if (handles.empty()) handles.resize(static_cast<std::size_t>(rt::device_count()), nullptr);
   cublasHandle_t& h = handles[static_cast<std::size_t>(device)];
   if (h == nullptr) {
     check(cublasCreate(&h), "cublasCreate", device);
@@ -62,7 +62,8 @@ cublasOperation_t op_of(const operand& a) { return a.trans ? CUBLAS_OP_T : CUBLA
 
 void gpu_gemm(int device, dtype t, std::int64_t m, std::int64_t n, std::int64_t k, operand a, operand b, void* c,
               std::int64_t ldc) {
-  rt::device_guard guard(device);
+  rt::device_restorer restore;
+  rt::set_device(device);
   cublasHandle_t h = handle(device);
   if (t == dtype::f32) {
     const float one = 1.f, zero = 0.f;
@@ -79,7 +80,8 @@ void gpu_gemm(int device, dtype t, std::int64_t m, std::int64_t n, std::int64_t 
 
 void gpu_gemv(int device, dtype t, std::int64_t m, std::int64_t k, operand a, const void* x, std::int64_t incx,
               void* y, std::int64_t incy) {
-  rt::device_guard guard(device);
+  rt::device_restorer restore;
+  rt::set_device(device);
   cublasHandle_t h = handle(device);
   // gemv takes the stored matrix's shape: rows x cols of A itself, before the op.
   const std::int64_t rows = a.trans ? k : m, cols = a.trans ? m : k;

@@ -2,7 +2,7 @@
 // Run-time compilation (rtc.hpp): NVRTC to CUBIN, per-device modules through the driver API, the
 // system C++ compiler and dlopen for host devices, and the memory and disk caches of both.
 #include <backend/rtc/rtc.hpp>
-#include <backend/runtime/state.hpp>
+#include <backend/runtime/runtime.hpp>
 
 #include <atomic>
 #include <cerrno>
@@ -21,6 +21,7 @@
 #include <unistd.h>
 
 #if TESSERA_HAS_CUDA
+#include <cuda_runtime.h>
 #include <nvrtc.h>
 #endif
 
@@ -224,11 +225,12 @@ std::string cubin(const source& s, int arch) {
 
 int arch_of(int device) {
 #if TESSERA_HAS_CUDA
-  rt::device_guard guard(device);
+  rt::device_restorer restore;
+  rt::set_device(device);
   int major = 0, minor = 0;
-  rt::cuda_check(cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, device),
+  rt::check_cuda(cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, device),
                  "cudaDeviceGetAttribute", device);
-  rt::cuda_check(cudaDeviceGetAttribute(&minor, cudaDevAttrComputeCapabilityMinor, device),
+  rt::check_cuda(cudaDeviceGetAttribute(&minor, cudaDevAttrComputeCapabilityMinor, device),
                  "cudaDeviceGetAttribute", device);
   return major * 10 + minor;
 #else
@@ -238,7 +240,7 @@ int arch_of(int device) {
 }
 
 void* gpu_kernel(const source& s, int device, int entry) {
-  if (!rt::is_gpu(rt::get(), device)) {
+  if (!rt::is_gpu(device)) {
     throw invalid_argument("tessera: kernel '" + s.name + "' was launched on " + rt::info(device).name +
                            ", which is not a GPU: RawKernel runs on GPUs only (ElementwiseKernel and ReductionKernel "
                            "also run on host devices)");
@@ -254,16 +256,17 @@ void* gpu_kernel(const source& s, int device, int entry) {
   std::lock_guard<std::mutex> g(lock());
   const auto key = std::make_pair(key_of(s, "lib"), arch);
   if (auto it = loaded.find(key); it != loaded.end()) return reinterpret_cast<void*>(it->second[entry]);
-  rt::device_guard guard(device);
+  rt::device_restorer restore;
+  rt::set_device(device);
   const std::size_t cut = bin.find('\0');
   cudaLibrary_t lib = nullptr;
-  rt::cuda_check(cudaLibraryLoadData(&lib, bin.data() + cut + 1, nullptr, nullptr, 0, nullptr, nullptr, 0),
+  rt::check_cuda(cudaLibraryLoadData(&lib, bin.data() + cut + 1, nullptr, nullptr, 0, nullptr, nullptr, 0),
                  "cudaLibraryLoadData", device);
   std::vector<cudaKernel_t> kernels;
   std::stringstream names(bin.substr(0, cut));
   for (std::string lowered; std::getline(names, lowered, '\n');) {
     cudaKernel_t k = nullptr;
-    rt::cuda_check(cudaLibraryGetKernel(&k, lib, lowered.c_str()), "cudaLibraryGetKernel", device);
+    rt::check_cuda(cudaLibraryGetKernel(&k, lib, lowered.c_str()), "cudaLibraryGetKernel", device);
     kernels.push_back(k);
   }
   // Libraries live as long as the process, like the runtime's state.

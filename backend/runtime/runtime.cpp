@@ -285,6 +285,19 @@ device_guard::~device_guard() {
 }
 #endif
 
+bool is_gpu(int device_id) { return is_gpu(get(), device_id); }
+
+void check_cuda(int code, const char* call, int device_id) {
+#if TESSERA_HAS_CUDA
+  cuda_check(static_cast<cudaError_t>(code), call, device_id);
+#else
+  if (code != 0) {
+    throw backend_error(std::string("tessera: ") + call + " failed on device " + std::to_string(device_id) +
+                        " (error " + std::to_string(code) + ")");
+  }
+#endif
+}
+
 bool built_with_cuda() { return TESSERA_HAS_CUDA != 0; }
 
 int device_count() {

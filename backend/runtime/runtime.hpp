@@ -46,6 +46,11 @@ bool is_shared(int device_id);
 bool crosses_ranks(const int* devices, std::size_t n, const char* what);
 // Host devices are created on demand up to this many (host_devices(n) with n above it throws).
 inline constexpr int max_host_devices = 64;
+// True for a GPU of this process's device table (false for host devices and ids outside it).
+bool is_gpu(int device_id);
+// Throws backend_error naming `call` and the device when `code`, a cudaError_t, is not success:
+// the check of the CUDA calls that backend libraries (cuBLAS, NVRTC loading, NCCL) make themselves.
+void check_cuda(int code, const char* call, int device_id);
 // The entry of a device; throws invalid_argument for an id outside the table. Lock-free: the
 // table is filled once at initialization and never moves.
 const device_info& info(int device_id);

@@ -29,7 +29,7 @@ endif()
 # LC_ALL=C: plain ASCII quotes in GCC's diagnostics, whatever the caller's locale.
 execute_process(
   COMMAND "${CMAKE_COMMAND}" -E env LC_ALL=C LANG=C
-          "${COMPILER}" -std=c++20 -fsyntax-only -DTESSERA_HAS_CUDA=0 "-I${REPO}/dsl" "-I${REPO}" "${SOURCE}"
+          "${COMPILER}" -std=c++20 -fsyntax-only -DTESSERA_HAS_CUDA=0 "-I${REPO}/base" "-I${REPO}/dsl" "-I${REPO}" "${SOURCE}"
   RESULT_VARIABLE _rc
   OUTPUT_VARIABLE _out
   ERROR_VARIABLE _out)
