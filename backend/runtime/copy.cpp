@@ -141,24 +141,40 @@ void copy_local(int dst_device, void* dst, int src_device, const void* src, std:
 // CUDA-aware MPI is assumed), the destination's rank receives them, every other rank only takes
 // part in the consistency check. Every rank calls this for every copy in the same order, and each
 // copy involves at most two ranks, so the blocking pairs cannot deadlock.
-void copy_across(int dst_device, void* dst, int src_device, const void* src, std::size_t bytes) {
+void copy_across(int dst_device, void* dst, std::size_t dst_pitch, int src_device, const void* src,
+                 std::size_t src_pitch, std::size_t width, std::size_t height) {
   const int to = info(dst_device).rank, from = info(src_device).rank, me = dist::world_rank();
   if (to == from) {
-    if (to == me) copy_local(dst_device, dst, src_device, src, bytes);
+    if (to == me) copy_local(dst_device, dst, dst_pitch, src_device, src, src_pitch, width, height);
     return;
   }
+  // One message of the rows packed back to back: a pitched piece (a block of a matrix) costs one
+  // exchange, not one per row.
+  const std::size_t bytes = width * height;
   dist::agree("a copy between ranks", bytes);
   const char* what = "a copy between ranks (copy, copyto, update_halo)";
   if (me == from) {
-    if (!is_gpu(get(), src_device)) return dist::send(src, bytes, to, what);
+    const bool packed = height == 1 || src_pitch == width;
+    if (!is_gpu(get(), src_device) && packed) return dist::send(src, bytes, to, what);
     std::vector<char> staged(bytes);
-    local_copy_to_host(src_device, staged.data(), bytes, src, bytes, bytes, 1);
+    if (is_gpu(get(), src_device)) {
+      local_copy_to_host(src_device, staged.data(), width, src, src_pitch, width, height);
+    } else {
+      for (std::size_t r = 0; r < height; ++r)
+        std::memcpy(staged.data() + r * width, static_cast<const char*>(src) + r * src_pitch, width);
+    }
     dist::send(staged.data(), bytes, to, what);
   } else if (me == to) {
-    if (!is_gpu(get(), dst_device)) return dist::recv(dst, bytes, from, what);
+    const bool packed = height == 1 || dst_pitch == width;
+    if (!is_gpu(get(), dst_device) && packed) return dist::recv(dst, bytes, from, what);
     std::vector<char> staged(bytes);
     dist::recv(staged.data(), bytes, from, what);
-    local_copy_from_host(dst_device, dst, bytes, staged.data(), bytes, bytes, 1);
+    if (is_gpu(get(), dst_device)) {
+      local_copy_from_host(dst_device, dst, dst_pitch, staged.data(), width, width, height);
+    } else {
+      for (std::size_t r = 0; r < height; ++r)
+        std::memcpy(static_cast<char*>(dst) + r * dst_pitch, staged.data() + r * width, width);
+    }
   }
 }
 
@@ -170,10 +186,7 @@ void copy_between_2d(int dst_device, void* dst, std::size_t dst_pitch, int src_d
   if (width == 0 || height == 0) return;
   const int pair[2] = {dst_device, src_device};
   if (crosses_ranks(pair, 2, "a copy between devices")) {
-    for (std::size_t r = 0; r < height; ++r)  // correct, not fast: callers pack pieces across ranks
-      copy_across(dst_device, static_cast<char*>(dst) + r * dst_pitch, src_device,
-                  static_cast<const char*>(src) + r * src_pitch, width);
-    return;
+    return copy_across(dst_device, dst, dst_pitch, src_device, src, src_pitch, width, height);
   }
   copy_local(dst_device, dst, dst_pitch, src_device, src, src_pitch, width, height);
 }
@@ -185,7 +198,9 @@ void copy_between(int dst_device, void* dst, int src_device, const void* src, st
   if (dst_buf) make_resident(*dst_buf);
   if (src_buf) make_resident(*src_buf);
   const int pair[2] = {dst_device, src_device};
-  if (crosses_ranks(pair, 2, "a copy between devices")) return copy_across(dst_device, dst, src_device, src, bytes);
+  if (crosses_ranks(pair, 2, "a copy between devices")) {
+    return copy_across(dst_device, dst, bytes, src_device, src, bytes, bytes, 1);
+  }
   copy_local(dst_device, dst, src_device, src, bytes);
 }
 

@@ -89,12 +89,11 @@ void move_piece(const std::shared_ptr<Layout<T, N>>& dst, const std::shared_ptr<
     assign_node(*dst, ArrayLeaf<T, N>{src}, par);
     return;
   }
-  // Between devices: rows at a pitch on both sides (a block of a matrix) in one 2-D copy, within
-  // this process; otherwise contiguous blocks, packed and unpacked on their own devices.
-  const int pair[2] = {d.device.id(), s.device.id()};
+  // Between devices: rows at a pitch on both sides (a block of a matrix) in one 2-D copy (across
+  // ranks: one message, backend/runtime/copy.cpp); otherwise contiguous blocks, packed and
+  // unpacked on their own devices.
   const PieceRows dr = rows_of(d), sr = rows_of(s);
-  if (dr.ok && sr.ok && dr.width == sr.width && dr.height == sr.height && dr.height > 1 &&
-      !rt::crosses_ranks(pair, 2, "a copy between devices")) {
+  if (dr.ok && sr.ok && dr.width == sr.width && dr.height == sr.height && dr.height > 1) {
     const auto bytes = sizeof(T);
     batch.push_back({d.device.id(), d.ptr, static_cast<std::size_t>(dr.pitch) * bytes, s.device.id(), s.ptr,
                      static_cast<std::size_t>(sr.pitch) * bytes, static_cast<std::size_t>(dr.width) * bytes,
