@@ -16,17 +16,8 @@ namespace rtc = tessera::detail::rtc;
 
 namespace {
 
-// A private cache directory per test process, so the compile counts below are this run's own.
-struct CacheDir {
-  std::string path;
-  CacheDir() {
-    char tmpl[] = "/tmp/tessera-test-cache-XXXXXX";
-    path = mkdtemp(tmpl);
-    setenv("TESSERA_KERNEL_CACHE", path.c_str(), 1);
-  }
-  ~CacheDir() { (void)std::system(("rm -rf '" + path + "'").c_str()); }
-};
-CacheDir cache_dir;
+// A private kernel cache directory per test process, so the counts below are this run's own.
+PrivateKernelCache cache_dir;
 
 }  // namespace
 

@@ -269,6 +269,20 @@ void check_replicas(const Array<T, N>& a, const std::vector<T>& want) {
   check_snapshot(snapshot(a), want);
 }
 
+// Points TESSERA_KERNEL_CACHE at a fresh directory for the life of the object (removed after), so
+// that a test's compile counts (detail::rtc::stats) are its own.
+struct PrivateKernelCache {
+  std::string path;
+  PrivateKernelCache() {
+    char tmpl[] = "/tmp/tessera-test-cache-XXXXXX";
+    path = mkdtemp(tmpl);
+    setenv("TESSERA_KERNEL_CACHE", path.c_str(), 1);
+  }
+  ~PrivateKernelCache() { (void)std::system(("rm -rf '" + path + "'").c_str()); }
+  PrivateKernelCache(const PrivateKernelCache&) = delete;
+  PrivateKernelCache& operator=(const PrivateKernelCache&) = delete;
+};
+
 inline bool contains(const std::string& s, const std::string& what) { return s.find(what) != std::string::npos; }
 
 // Runs f, expects exception Ex, returns its message (empty after a recorded failure).
