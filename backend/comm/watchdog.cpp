@@ -40,7 +40,7 @@ std::string watchdog::sweep(double now) {
       break;
     }
     if (s.finished) {
-      finished.push_back(e.op.get());
+      if (s.checked) finished.push_back(e.op.get());  // else asked again next sweep, no deadline
       continue;
     }
     if (!s.started) continue;

@@ -27,9 +27,13 @@ struct inflight {
     bool started = false;   // it runs on this rank's devices: the work queued before it is done
     bool finished = false;  // it is done on this rank's devices
     std::string error;      // an asynchronous error of its communicators; empty when none
+    // false: its communicators could not be asked this time (another thread was using them, and
+    // NCCL allows one at a time), so `error` says nothing; a finished collective then stays
+    // watched until they have been asked, so that no error of its slips by.
+    bool checked = true;
   };
   virtual ~inflight() = default;
-  // Non-blocking; called from the watchdog's thread.
+  // Non-blocking (never waits for a lock another thread holds); called from the watchdog's thread.
   virtual state poll() = 0;
   // Ends the collective on this rank (ncclCommAbort), so that waits behind it return. Called at
   // most once, from the watchdog's thread.
