@@ -6,6 +6,7 @@
 // Every wait polls its request with a deadline instead of blocking inside MPI: a blocking call
 // whose peer died or called something else never returns, which is the hang the issue forbids.
 // A collective that cannot be cancelled is left behind, and the layer is marked broken.
+#include <backend/comm/backoff.hpp>
 #include <backend/comm/mpi.hpp>
 #include <backend/runtime/runtime.hpp>
 #include <tessera/distributed.hpp>
@@ -21,6 +22,8 @@
 #include <string>
 #include <thread>
 #include <vector>
+
+#include <sched.h>
 
 #ifndef TESSERA_HAS_MPI
 #define TESSERA_HAS_MPI 0
@@ -40,6 +43,7 @@ struct layer {
   bool spans = false;        // size > 1, read without the lock on hot paths
   int rank = 0, size = 1, local_rank = 0, local_size = 1;
   double timeout_s = 300;
+  std::chrono::microseconds spin{0};  // spin_time(), set by init()
   std::string broken;  // why the layer stopped (a timeout, an MPI error); empty while healthy
   // Why this rank failed (fail(): NCCL work across ranks); MPI still works, so agree() can tell
   // the other ranks. Its own lock: the watchdog thread sets it while a wait may hold `m`.
@@ -166,7 +170,8 @@ void check(int rc, const char* call, const std::string& what) {
 void wait(MPI_Request& req, MPI_Status* status, const std::string& what, int peer = -1) {
   layer& l = lay();
   const auto start = std::chrono::steady_clock::now();
-  for (unsigned spins = 0;; ++spins) {
+  comm::backoff pace(spin_time());  // spins, then sleeps (backoff.hpp: why)
+  for (;;) {
     int done = 0;
     check(MPI_Test(&req, &done, status), "MPI_Test", what);
     if (done) return;
@@ -178,7 +183,7 @@ void wait(MPI_Request& req, MPI_Status* status, const std::string& what, int pee
                  "in the same order); TESSERA_MPI_TIMEOUT sets the limit";
       throw distributed_error(rank_prefix() + l.broken);
     }
-    if (spins > 64) std::this_thread::sleep_for(std::chrono::microseconds(spins > 20000 ? 500 : 10));
+    pace.pause();
   }
 }
 
@@ -205,6 +210,31 @@ void check_healthy(const char* what) {
 }
 
 double timeout_seconds() { return lay().timeout_s; }
+
+std::chrono::microseconds spin_time() { return lay().spin; }
+
+namespace {
+
+// spin_time()'s value for a rank sharing its node with local_size ranks (mpi.hpp).
+std::chrono::microseconds choose_spin(int local_size) {
+  if (const char* v = std::getenv("TESSERA_MPI_SPIN_US"); v != nullptr && *v != '\0') {
+    char* end = nullptr;
+    const long us = std::strtol(v, &end, 10);
+    if (*end != '\0' || us < 0) {
+      throw invalid_argument(std::string("tessera: TESSERA_MPI_SPIN_US=") + v +
+                             " is not a number of microseconds; expected a value >= 0");
+    }
+    return std::chrono::microseconds(us);
+  }
+  cpu_set_t mask;
+  CPU_ZERO(&mask);
+  const int mine = sched_getaffinity(0, sizeof mask, &mask) == 0 ? CPU_COUNT(&mask) : 1;
+  const long node = static_cast<long>(std::thread::hardware_concurrency());
+  const bool spare = mine >= 2 && node >= 2L * std::max(local_size, 1);
+  return std::chrono::microseconds(spare ? 2000 : 0);
+}
+
+}  // namespace
 
 void require_init(const char* what) {
   if (!lay().initialized) {
@@ -521,6 +551,7 @@ void init(int& argc, char**& argv) {
 #endif
   (void)argc, (void)argv;
   detail::dist::select_gpus(l.local_rank, l.local_size);
+  l.spin = detail::dist::choose_spin(l.local_size);
   l.initialized = true;
   std::atexit(detail::dist::finalize_at_exit);
   lock.unlock();

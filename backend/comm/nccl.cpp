@@ -36,6 +36,7 @@
 // query while a call holds it: the events still tell started and finished apart, and the caller's
 // own ready() names any error meanwhile), and every non-blocking call is completed (ready()) before
 // the lock is released, so that no call ever meets a communicator in ncclInProgress.
+#include <backend/comm/backoff.hpp>
 #include <backend/comm/comm.hpp>
 #include <backend/comm/mpi.hpp>
 #include <backend/comm/watchdog.hpp>
@@ -183,7 +184,8 @@ std::string async_errors(const std::vector<ncclComm_t>& comms, const int* device
 void ready(comm_set& set, const char* what, const int* devices, int n) {
   const double timeout = dist::timeout_seconds();
   const auto start = std::chrono::steady_clock::now();
-  for (unsigned spins = 0;; ++spins) {
+  backoff pace(dist::spin_time());  // spins, then sleeps (backoff.hpp: why)
+  for (;;) {
     bool busy = false;
     for (int r = 0; r < n; ++r) {
       ncclComm_t c = set.comms[static_cast<std::size_t>(r)];
@@ -204,7 +206,7 @@ void ready(comm_set& set, const char* what, const int* devices, int n) {
                            " s: a peer rank died, hangs, or made a different call; TESSERA_MPI_TIMEOUT sets the "
                            "limit; its communicators were aborted");
     }
-    if (spins > 64) std::this_thread::sleep_for(std::chrono::microseconds(spins > 20000 ? 500 : 10));
+    pace.pause();
   }
 }
 

@@ -6,7 +6,7 @@
 // threads started) and after the last cycle, each rank synchronizes, calls tessera::reclaim() and
 // measures: the used memory of each of its GPUs (total - free, as cudaMemGetInfo reports it through
 // the runtime), its resident set (VmRSS), its open file descriptors and its threads. It passes when
-// GPU memory and RSS are back within 1% of the start (RSS: or 1 MiB, for the small processes on
+// GPU memory and RSS are back within 1% of the start (RSS: or 4 MiB, for the small processes on
 // host devices) and descriptors and threads did not grow.
 //
 //   mpirun -np 4 test_mpi_soak [--cycles N] [--seed S] [--max-log2 K]
@@ -197,10 +197,11 @@ int main(int argc, char** argv) {
       gpu_text += (gpu_text.empty() ? "" : ", ") + std::string(t);
       if (b > a * 1.01) fail(local_gpus[i].name() + " memory grew by more than 1%");
     }
-    // 1% of the start, but at least 1 MiB: a process on host devices holds only ~11-18 MiB, where
-    // the allocator's page-granular noise alone is ~1%. A GPU rank holds ~1 GiB: 1% rules there.
-    if (double(end.rss_kib) > std::max(double(start.rss_kib) * 1.01, double(start.rss_kib) + 1024))
-      fail("RSS grew by more than 1% (and 1 MiB)");
+    // 1% of the start, but at least 4 MiB: a rank on host devices holds only ~11-20 MiB, where the
+    // allocator's heap alone moves by -0.5 to +1 MiB between runs (a leak of 420 bytes a cycle
+    // would still show over 10,000 cycles). A GPU rank holds ~1 GiB: 1% rules there.
+    if (double(end.rss_kib) > std::max(double(start.rss_kib) * 1.01, double(start.rss_kib) + 4096))
+      fail("RSS grew by more than 1% (and 4 MiB)");
     if (end.fds > start.fds) fail("open file descriptors grew");
     if (end.threads > start.threads) fail("threads grew");
     std::printf("rank %d: %s: %lld cycles in %.1f s (checksum %.6g); %s%sRSS %ld -> %ld KiB, fds %ld -> %ld, "
