@@ -116,6 +116,28 @@ TEST_CASE("an error wins over finishing: the communicator cannot be trusted") {
   CHECK(c->aborts == 1);
 }
 
+TEST_CASE("the failure is handed on before anything is aborted") {
+  // A host wait blocked on the aborted work returns as soon as it is aborted and then checks the
+  // rank's health: the failure must be known by then (on 4 GPUs, a wait that returned first went
+  // on to its next call and waited a second deadline there for the dead peer).
+  std::string handed;
+  int aborts_before = -1;
+  auto c = collective("ncclAllReduce over [rank0/cuda:0, rank1/cuda:0]");
+  watchdog dog(5.0, [&](const std::string& why) {
+    handed = why;
+    aborts_before = c->aborts;
+  });
+  dog.watch(c);
+  c->now.started = true;
+  CHECK(dog.sweep(0.0).empty());
+  CHECK(handed.empty());
+  const std::string why = dog.sweep(6.0);
+  CHECK(why == handed);
+  CHECK(contains(handed, "did not finish within 5 s"));
+  CHECK(aborts_before == 0);
+  CHECK(c->aborts == 1);
+}
+
 TEST_CASE("a finished collective whose communicators were busy stays watched until they are asked") {
   // NCCL allows one thread at a time per communicator: while the calling thread uses them the
   // watchdog cannot ask for errors (poll() says checked = false), and must not drop the collective

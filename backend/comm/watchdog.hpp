@@ -13,6 +13,7 @@
 // collective and a fake clock (tests/test_distributed_watchdog.cpp). No CUDA or NCCL header here.
 #pragma once
 #include <cstddef>
+#include <functional>
 #include <memory>
 #include <mutex>
 #include <string>
@@ -45,8 +46,12 @@ struct inflight {
 class watchdog {
  public:
   // timeout_s: how long a collective may run on this rank once started; 0: no deadline (errors
-  // are still caught).
-  explicit watchdog(double timeout_s) : timeout_s_(timeout_s) {}
+  // are still caught). on_failure(reason), when given, runs once, on a failure, before anything is
+  // aborted: a thread blocked on the aborted work wakes up as soon as it is, and its next check of
+  // the rank's health must already see the failure (else it goes on and waits a whole deadline
+  // for a dead peer at its next call).
+  explicit watchdog(double timeout_s, std::function<void(const std::string&)> on_failure = {})
+      : timeout_s_(timeout_s), on_failure_(std::move(on_failure)) {}
 
   // Watches `op` from now on. After a failure, aborts it at once: nothing will serve it.
   void watch(std::shared_ptr<inflight> op);
@@ -54,7 +59,8 @@ class watchdog {
   // One pass at `now` (seconds on a monotonic clock). Drops finished collectives and starts the
   // clock of those seen started for the first time (the deadline counts the collective's own run
   // time, never the work queued before it). On an asynchronous error or a collective past its
-  // deadline it aborts every collective in flight and returns the reason; once, empty otherwise.
+  // deadline it hands the reason to on_failure, then aborts every collective in flight and returns
+  // the reason; once, empty otherwise.
   std::string sweep(double now);
 
   std::size_t in_flight() const;
@@ -68,6 +74,7 @@ class watchdog {
   mutable std::mutex m_;  // guards the list, never held while polling or aborting
   std::vector<entry> ops_;
   double timeout_s_;
+  std::function<void(const std::string&)> on_failure_;
   bool failed_ = false;
 };
 
