@@ -246,21 +246,35 @@ void require_init(const char* what) {
 
 #if TESSERA_HAS_MPI
 
-void agree(const char* what, std::uint64_t size) {
+namespace {
+
+// What each rank sends in the consistency check: the call, its size, this rank's failure, and an
+// optional small payload (share() below), so that an exchange of a few bytes, such as a
+// reduction's partials to the host, costs one round instead of two.
+constexpr std::size_t inline_payload = 256;
+struct call_record {
+  char what[48];
+  std::uint64_t size;
+  char failure[200];  // this rank's failure (fail()), cut to fit; empty while healthy
+  std::uint32_t inline_used;  // 1: the payload travels here (every rank must agree on it)
+  std::uint32_t payload_bytes;
+  char payload[inline_payload];
+};
+
+// The consistency check (mpi.hpp, agree), carrying `bytes` <= inline_payload of `payload` when
+// `inline_used`; returns every rank's record. The caller holds the layer's lock.
+std::vector<call_record> agree_locked(const char* what, std::uint64_t size, bool inline_used, const void* payload,
+                                      std::size_t bytes) {
   layer& l = lay();
-  if (!l.spans) return;
-  std::lock_guard<std::mutex> lock(l.m);
   require_live(what);
-  struct call_record {
-    char what[48];
-    std::uint64_t size;
-    char failure[200];  // this rank's failure (fail()), cut to fit; empty while healthy
-  };
   call_record mine{};
   std::strncpy(mine.what, what, sizeof mine.what - 1);
   mine.size = size;
   const std::string own = failure_text();
   std::strncpy(mine.failure, own.c_str(), sizeof mine.failure - 1);
+  mine.inline_used = inline_used ? 1 : 0;
+  mine.payload_bytes = static_cast<std::uint32_t>(bytes);
+  if (bytes > 0) std::memcpy(mine.payload, payload, bytes);
   std::vector<call_record> all(static_cast<std::size_t>(l.size));
   MPI_Request req;
   const std::string name = std::string("the consistency check of ") + what;
@@ -281,8 +295,9 @@ void agree(const char* what, std::uint64_t size) {
                             failures + "); the job cannot continue (finalize() ends it)");
   }
   bool same = true;
-  for (const call_record& r : all) same = same && std::strcmp(r.what, mine.what) == 0 && r.size == mine.size;
-  if (same) return;
+  for (const call_record& r : all)
+    same = same && std::strcmp(r.what, mine.what) == 0 && r.size == mine.size && r.inline_used == mine.inline_used;
+  if (same) return all;
   std::string calls;
   for (std::size_t q = 0; q < all.size(); ++q) {
     calls += (q ? "; rank " : "rank ") + std::to_string(q) + ": " + all[q].what + " (" + std::to_string(all[q].size) +
@@ -291,6 +306,15 @@ void agree(const char* what, std::uint64_t size) {
   // Every rank saw the same records, so every rank throws here and the layer stays usable.
   throw distributed_error(rank_prefix() + "ranks made different calls: " + calls +
                           "; every rank must make the same Tessera calls, with the same sizes, in the same order");
+}
+
+}  // namespace
+
+void agree(const char* what, std::uint64_t size) {
+  layer& l = lay();
+  if (!l.spans) return;
+  std::lock_guard<std::mutex> lock(l.m);
+  (void)agree_locked(what, size, false, nullptr, 0);
 }
 
 std::vector<std::vector<device_record>> exchange_devices(const std::vector<device_record>& mine) {
@@ -348,6 +372,39 @@ void share(void* const* blocks, const std::size_t* sizes, const int* owner, std:
   for (std::size_t i = 0; i < n; ++i) per_rank[static_cast<std::size_t>(owner[i])] += sizes[i];
   std::size_t total = 0;
   for (std::size_t b : per_rank) total += b;
+  // Small exchanges (every rank's part fits the check's payload: a reduction's partials, one
+  // element's host read) ride along with the consistency check: one round instead of two, which
+  // is most of what a host result across ranks costs beyond one process's (issue 20). Every rank
+  // knows every part's size, so all choose alike; the check compares the choice too.
+  const bool small = *std::max_element(per_rank.begin(), per_rank.end()) <= inline_payload;
+  if (small) {
+    std::vector<char> mine(per_rank[static_cast<std::size_t>(l.rank)]);
+    for (std::size_t i = 0, at = 0; i < n; ++i) {
+      if (owner[i] != l.rank || sizes[i] == 0) continue;
+      std::memcpy(mine.data() + at, blocks[i], sizes[i]);
+      at += sizes[i];
+    }
+    std::vector<call_record> all;
+    {
+      std::lock_guard<std::mutex> lock(l.m);
+      all = agree_locked(what, total, true, mine.data(), mine.size());
+    }
+    std::vector<std::size_t> next(P, 0);
+    for (std::size_t i = 0; i < n; ++i) {
+      const auto q = static_cast<std::size_t>(owner[i]);
+      if (owner[i] != l.rank && sizes[i] != 0) {
+        if (next[q] + sizes[i] > all[q].payload_bytes) {
+          l.broken = std::string(what) + ": rank " + std::to_string(q) + " sent " +
+                     std::to_string(all[q].payload_bytes) + " bytes where at least " +
+                     std::to_string(next[q] + sizes[i]) + " were expected (mismatched calls)";
+          throw distributed_error(rank_prefix() + l.broken);
+        }
+        std::memcpy(blocks[i], all[q].payload + next[q], sizes[i]);
+      }
+      next[q] += sizes[i];
+    }
+    return;
+  }
   agree(what, total);
   if (total == 0) return;
   std::lock_guard<std::mutex> lock(l.m);
