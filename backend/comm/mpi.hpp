@@ -13,7 +13,6 @@
 #include <backend/comm/comm.hpp>
 
 #include <chrono>
-
 #include <cstddef>
 #include <cstdint>
 #include <string>

@@ -168,8 +168,8 @@ std::string async_errors(const std::vector<ncclComm_t>& comms, const int* device
   return s;
 }
 
-// A set spanning ranks failed here: abort it, mark the rank failed (the other ranks learn it at
-// their next call, or time out on the collective) and throw. The caller holds the registry lock.
+// A set spanning ranks failed here: mark the rank failed (the other ranks learn it at their next
+// call, or time out on the collective), abort the set and throw. The caller holds the registry lock.
 [[noreturn]] void fail_across(comm_set& set, const std::string& reason) {
   dist::fail(reason);  // before the abort, which wakes waits that then check for it (watchdog.hpp)
   {

@@ -5,9 +5,9 @@
 // (ncclCommGetAsyncError) and ends a stuck collective only when told (ncclCommAbort), so a thread
 // asks for it, as PyTorch's and XLA's watchdogs do: every collective queued over communicators
 // spanning ranks is watched until it finishes; an asynchronous error, or a collective that has run
-// on this rank for longer than TESSERA_MPI_TIMEOUT, aborts every collective in flight (a peer that
-// failed one will serve none of the others), which lets the blocked waits return, and marks the
-// rank failed (dist::fail), so that the waits and every rank's next call throw distributed_error.
+// on this rank for longer than TESSERA_MPI_TIMEOUT, marks the rank failed (dist::fail), then aborts
+// every collective in flight (a peer that failed one will serve none of the others), which lets the
+// blocked waits return; they and every rank's next call then throw distributed_error.
 //
 // The decisions are in `watchdog::sweep`, which needs no GPU: the tests drive it with a fake
 // collective and a fake clock (tests/test_distributed_watchdog.cpp). No CUDA or NCCL header here.
