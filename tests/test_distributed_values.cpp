@@ -3,7 +3,7 @@
 // compares with the same work on rank-private host devices (bit for bit, host devices only); here
 // every reference is computed in loops over host values that every rank builds alike from fixed
 // seeds (SPMD), so GPUs across ranks are checked too: one process (.host, .cuda: the ordinary
-// multi-device path) and mpirun (.mpi2, .mpi3 on host devices; .mpi1.cuda, .mpi2.cuda on GPUs).
+// multi-device path) and mpirun (.mpi2, .mpi3 on host devices; .mpi1.cuda, .mpi2.cuda, .mpi4.cuda on GPUs).
 // Floating results within a tolerance (FMA contraction, sin's ulps, NCCL's order of operations);
 // integers, copies, sorts and exactly representable stencils exactly. Over devices() (and, in one
 // process on host devices, 3 host devices): elementwise work and host reads (1-d, 2-d sharded

@@ -116,6 +116,54 @@ TEST_CASE("an error wins over finishing: the communicator cannot be trusted") {
   CHECK(c->aborts == 1);
 }
 
+TEST_CASE("the failure is handed on before anything is aborted") {
+  // A host wait blocked on the aborted work returns as soon as it is aborted and then checks the
+  // rank's health: the failure must be known by then (on 4 GPUs, a wait that returned first went
+  // on to its next call and waited a second deadline there for the dead peer).
+  std::string handed;
+  int aborts_before = -1;
+  auto c = collective("ncclAllReduce over [rank0/cuda:0, rank1/cuda:0]");
+  watchdog dog(5.0, [&](const std::string& why) {
+    handed = why;
+    aborts_before = c->aborts;
+  });
+  dog.watch(c);
+  c->now.started = true;
+  CHECK(dog.sweep(0.0).empty());
+  CHECK(handed.empty());
+  const std::string why = dog.sweep(6.0);
+  CHECK(why == handed);
+  CHECK(contains(handed, "did not finish within 5 s"));
+  CHECK(aborts_before == 0);
+  CHECK(c->aborts == 1);
+}
+
+TEST_CASE("a finished collective whose communicators were busy stays watched until they are asked") {
+  // NCCL allows one thread at a time per communicator: while the calling thread uses them the
+  // watchdog cannot ask for errors (poll() says checked = false), and must not drop the collective
+  // unasked, nor time it out while it waits to be asked.
+  watchdog dog(5.0);
+  auto c = collective("ncclAllReduce over [rank0/cuda:0, rank1/cuda:0]");
+  dog.watch(c);
+  c->now = {.started = true, .finished = true, .error = {}, .checked = false};
+  CHECK(dog.sweep(0.0).empty());
+  CHECK(dog.sweep(100.0).empty());  // past the deadline, but finished: no timeout
+  CHECK(dog.in_flight() == 1);
+  CHECK(c->aborts == 0);
+  c->now = {.started = true, .finished = true, .error = "remote process exited", .checked = true};
+  CHECK(contains(dog.sweep(101.0), "remote process exited"));
+  CHECK(c->aborts == 1);
+  watchdog calm(5.0);
+  auto d = collective("ncclAllGather over [rank0/cuda:0, rank1/cuda:0]");
+  calm.watch(d);
+  d->now = {.started = true, .finished = true, .error = {}, .checked = false};
+  CHECK(calm.sweep(0.0).empty());
+  CHECK(calm.in_flight() == 1);
+  d->now.checked = true;
+  CHECK(calm.sweep(1.0).empty());
+  CHECK(calm.in_flight() == 0);
+}
+
 TEST_CASE("a failed rank: waits and the next calls name the failure (last: the state is final)") {
   using namespace tessera::detail;
   distributed::init();  // one rank of one here: no MPI

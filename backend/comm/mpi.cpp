@@ -6,6 +6,7 @@
 // Every wait polls its request with a deadline instead of blocking inside MPI: a blocking call
 // whose peer died or called something else never returns, which is the hang the issue forbids.
 // A collective that cannot be cancelled is left behind, and the layer is marked broken.
+#include <backend/comm/backoff.hpp>
 #include <backend/comm/mpi.hpp>
 #include <backend/runtime/runtime.hpp>
 #include <tessera/distributed.hpp>
@@ -21,6 +22,8 @@
 #include <string>
 #include <thread>
 #include <vector>
+
+#include <sched.h>
 
 #ifndef TESSERA_HAS_MPI
 #define TESSERA_HAS_MPI 0
@@ -40,6 +43,7 @@ struct layer {
   bool spans = false;        // size > 1, read without the lock on hot paths
   int rank = 0, size = 1, local_rank = 0, local_size = 1;
   double timeout_s = 300;
+  std::chrono::microseconds spin{0};  // spin_time(), set by init()
   std::string broken;  // why the layer stopped (a timeout, an MPI error); empty while healthy
   // Why this rank failed (fail(): NCCL work across ranks); MPI still works, so agree() can tell
   // the other ranks. Its own lock: the watchdog thread sets it while a wait may hold `m`.
@@ -166,7 +170,8 @@ void check(int rc, const char* call, const std::string& what) {
 void wait(MPI_Request& req, MPI_Status* status, const std::string& what, int peer = -1) {
   layer& l = lay();
   const auto start = std::chrono::steady_clock::now();
-  for (unsigned spins = 0;; ++spins) {
+  comm::backoff pace(spin_time());  // spins, then sleeps (backoff.hpp: why)
+  for (;;) {
     int done = 0;
     check(MPI_Test(&req, &done, status), "MPI_Test", what);
     if (done) return;
@@ -178,7 +183,7 @@ void wait(MPI_Request& req, MPI_Status* status, const std::string& what, int pee
                  "in the same order); TESSERA_MPI_TIMEOUT sets the limit";
       throw distributed_error(rank_prefix() + l.broken);
     }
-    if (spins > 64) std::this_thread::sleep_for(std::chrono::microseconds(spins > 20000 ? 500 : 10));
+    pace.pause();
   }
 }
 
@@ -206,6 +211,31 @@ void check_healthy(const char* what) {
 
 double timeout_seconds() { return lay().timeout_s; }
 
+std::chrono::microseconds spin_time() { return lay().spin; }
+
+namespace {
+
+// spin_time()'s value for a rank sharing its node with local_size ranks (mpi.hpp).
+std::chrono::microseconds choose_spin(int local_size) {
+  if (const char* v = std::getenv("TESSERA_MPI_SPIN_US"); v != nullptr && *v != '\0') {
+    char* end = nullptr;
+    const long us = std::strtol(v, &end, 10);
+    if (*end != '\0' || us < 0) {
+      throw invalid_argument(std::string("tessera: TESSERA_MPI_SPIN_US=") + v +
+                             " is not a number of microseconds; expected a value >= 0");
+    }
+    return std::chrono::microseconds(us);
+  }
+  cpu_set_t mask;
+  CPU_ZERO(&mask);
+  const int mine = sched_getaffinity(0, sizeof mask, &mask) == 0 ? CPU_COUNT(&mask) : 1;
+  const long node = static_cast<long>(std::thread::hardware_concurrency());
+  const bool spare = mine >= 2 && node >= 2L * std::max(local_size, 1);
+  return std::chrono::microseconds(spare ? 2000 : 0);
+}
+
+}  // namespace
+
 void require_init(const char* what) {
   if (!lay().initialized) {
     throw distributed_error(std::string("tessera: ") + what +
@@ -216,21 +246,35 @@ void require_init(const char* what) {
 
 #if TESSERA_HAS_MPI
 
-void agree(const char* what, std::uint64_t size) {
+namespace {
+
+// What each rank sends in the consistency check: the call, its size, this rank's failure, and an
+// optional small payload (share() below), so that an exchange of a few bytes, such as a
+// reduction's partials to the host, costs one round instead of two.
+constexpr std::size_t inline_payload = 256;
+struct call_record {
+  char what[48];
+  std::uint64_t size;
+  char failure[200];  // this rank's failure (fail()), cut to fit; empty while healthy
+  std::uint32_t inline_used;  // 1: the payload travels here (every rank must agree on it)
+  std::uint32_t payload_bytes;
+  char payload[inline_payload];
+};
+
+// The consistency check (mpi.hpp, agree), carrying `bytes` <= inline_payload of `payload` when
+// `inline_used`; returns every rank's record. The caller holds the layer's lock.
+std::vector<call_record> agree_locked(const char* what, std::uint64_t size, bool inline_used, const void* payload,
+                                      std::size_t bytes) {
   layer& l = lay();
-  if (!l.spans) return;
-  std::lock_guard<std::mutex> lock(l.m);
   require_live(what);
-  struct call_record {
-    char what[48];
-    std::uint64_t size;
-    char failure[200];  // this rank's failure (fail()), cut to fit; empty while healthy
-  };
   call_record mine{};
   std::strncpy(mine.what, what, sizeof mine.what - 1);
   mine.size = size;
   const std::string own = failure_text();
   std::strncpy(mine.failure, own.c_str(), sizeof mine.failure - 1);
+  mine.inline_used = inline_used ? 1 : 0;
+  mine.payload_bytes = static_cast<std::uint32_t>(bytes);
+  if (bytes > 0) std::memcpy(mine.payload, payload, bytes);
   std::vector<call_record> all(static_cast<std::size_t>(l.size));
   MPI_Request req;
   const std::string name = std::string("the consistency check of ") + what;
@@ -251,8 +295,9 @@ void agree(const char* what, std::uint64_t size) {
                             failures + "); the job cannot continue (finalize() ends it)");
   }
   bool same = true;
-  for (const call_record& r : all) same = same && std::strcmp(r.what, mine.what) == 0 && r.size == mine.size;
-  if (same) return;
+  for (const call_record& r : all)
+    same = same && std::strcmp(r.what, mine.what) == 0 && r.size == mine.size && r.inline_used == mine.inline_used;
+  if (same) return all;
   std::string calls;
   for (std::size_t q = 0; q < all.size(); ++q) {
     calls += (q ? "; rank " : "rank ") + std::to_string(q) + ": " + all[q].what + " (" + std::to_string(all[q].size) +
@@ -261,6 +306,15 @@ void agree(const char* what, std::uint64_t size) {
   // Every rank saw the same records, so every rank throws here and the layer stays usable.
   throw distributed_error(rank_prefix() + "ranks made different calls: " + calls +
                           "; every rank must make the same Tessera calls, with the same sizes, in the same order");
+}
+
+}  // namespace
+
+void agree(const char* what, std::uint64_t size) {
+  layer& l = lay();
+  if (!l.spans) return;
+  std::lock_guard<std::mutex> lock(l.m);
+  (void)agree_locked(what, size, false, nullptr, 0);
 }
 
 std::vector<std::vector<device_record>> exchange_devices(const std::vector<device_record>& mine) {
@@ -318,6 +372,39 @@ void share(void* const* blocks, const std::size_t* sizes, const int* owner, std:
   for (std::size_t i = 0; i < n; ++i) per_rank[static_cast<std::size_t>(owner[i])] += sizes[i];
   std::size_t total = 0;
   for (std::size_t b : per_rank) total += b;
+  // Small exchanges (every rank's part fits the check's payload: a reduction's partials, one
+  // element's host read) ride along with the consistency check: one round instead of two, which
+  // is most of what a host result across ranks costs beyond one process's (issue 20). Every rank
+  // knows every part's size, so all choose alike; the check compares the choice too.
+  const bool small = *std::max_element(per_rank.begin(), per_rank.end()) <= inline_payload;
+  if (small) {
+    std::vector<char> mine(per_rank[static_cast<std::size_t>(l.rank)]);
+    for (std::size_t i = 0, at = 0; i < n; ++i) {
+      if (owner[i] != l.rank || sizes[i] == 0) continue;
+      std::memcpy(mine.data() + at, blocks[i], sizes[i]);
+      at += sizes[i];
+    }
+    std::vector<call_record> all;
+    {
+      std::lock_guard<std::mutex> lock(l.m);
+      all = agree_locked(what, total, true, mine.data(), mine.size());
+    }
+    std::vector<std::size_t> next(P, 0);
+    for (std::size_t i = 0; i < n; ++i) {
+      const auto q = static_cast<std::size_t>(owner[i]);
+      if (owner[i] != l.rank && sizes[i] != 0) {
+        if (next[q] + sizes[i] > all[q].payload_bytes) {
+          l.broken = std::string(what) + ": rank " + std::to_string(q) + " sent " +
+                     std::to_string(all[q].payload_bytes) + " bytes where at least " +
+                     std::to_string(next[q] + sizes[i]) + " were expected (mismatched calls)";
+          throw distributed_error(rank_prefix() + l.broken);
+        }
+        std::memcpy(blocks[i], all[q].payload + next[q], sizes[i]);
+      }
+      next[q] += sizes[i];
+    }
+    return;
+  }
   agree(what, total);
   if (total == 0) return;
   std::lock_guard<std::mutex> lock(l.m);
@@ -521,6 +608,7 @@ void init(int& argc, char**& argv) {
 #endif
   (void)argc, (void)argv;
   detail::dist::select_gpus(l.local_rank, l.local_size);
+  l.spin = detail::dist::choose_spin(l.local_size);
   l.initialized = true;
   std::atexit(detail::dist::finalize_at_exit);
   lock.unlock();

@@ -12,6 +12,7 @@
 #pragma once
 #include <backend/comm/comm.hpp>
 
+#include <chrono>
 #include <cstddef>
 #include <cstdint>
 #include <string>
@@ -51,6 +52,11 @@ void fail(const std::string& reason);
 void check_healthy(const char* what);
 // TESSERA_MPI_TIMEOUT in seconds (0: no deadline): also the deadline of NCCL work across ranks.
 double timeout_seconds();
+// How long a wait for peer ranks spins (yielding) before it sleeps (comm::backoff, backoff.hpp):
+// TESSERA_MPI_SPIN_US when set, else 2000 us where this rank has a core to spare (at least two
+// in its affinity mask, and at least two per rank on the node), else 0: spinning on an
+// oversubscribed node (mpirun --oversubscribe) takes the core from the peer being waited for.
+std::chrono::microseconds spin_time();
 
 // `bytes` at `data` on `root` go to every rank. Collective.
 void broadcast(void* data, std::size_t bytes, int root, const char* what);

@@ -21,6 +21,22 @@
 //    (dist::fail), so the waits and every rank's next call throw distributed_error. A failure
 //    across ranks is final: the communicators are not recreated (that would need every rank to
 //    agree on it); finalize() ends the job.
+//
+// One thread at a time per communicator, the watchdog's included. NCCL allows a communicator to be
+// used from several threads only "as long as only one thread operates the communicator at a time"
+// (user guide, Thread Safety), and ncclCommGetAsyncError is no exception: on a non-blocking
+// communicator ncclGroupEnd hands the launch to a job thread and links the job to the
+// communicator (comm->groupJob); the next ncclCommGetAsyncError that finds the launch done joins
+// that thread, drops the job's reference (freeing it) and unlinks it, without a lock. The watchdog
+// polling while this thread waited for its group (ready()) made two such calls at once: both took
+// the job, one freed it, the other joined a stale thread id or read a freed job (issue 20, 4 ranks
+// x 1 GPU: a segmentation fault in ncclCommGetAsyncError, or "ncclAsyncJobComplete: job 0x...
+// failed, job error -1350311184", a freed job's garbage). So every NCCL call on a communicator is
+// made under the registry's lock (`registry::m`), the watchdog's polls too (they skip a sweep's
+// query while a call holds it: the events still tell started and finished apart, and the caller's
+// own ready() names any error meanwhile), and every non-blocking call is completed (ready()) before
+// the lock is released, so that no call ever meets a communicator in ncclInProgress.
+#include <backend/comm/backoff.hpp>
 #include <backend/comm/comm.hpp>
 #include <backend/comm/mpi.hpp>
 #include <backend/comm/watchdog.hpp>
@@ -96,8 +112,8 @@ std::size_t size_of(dtype t) { return t == dtype::u8 ? 1 : (t == dtype::i32 || t
 struct comm_set {
   std::vector<ncclComm_t> comms;  // one per listed device; null for another rank's
   bool across = false;            // spans ranks: non-blocking communicators, watched
-  // Guards `aborted` and the communicators' lives against the watchdog: held while they are polled
-  // or aborted (never while queueing: NCCL allows queueing while another thread polls).
+  // Guards `aborted`: held while the communicators are polled or aborted, always inside the
+  // registry's lock (which serializes the NCCL calls themselves).
   std::mutex m;
   bool aborted = false;
   // ncclCommAbort on every communicator, once; the caller holds `m`.
@@ -110,9 +126,12 @@ struct comm_set {
 };
 
 struct registry {
-  // Guards the map and is held while a group is queued: two threads queueing collectives over
-  // overlapping devices in different orders would deadlock on the devices' streams, so every
-  // group is queued whole before the next one starts. Taken before a set's `m`, never after.
+  // The NCCL lock: guards the map, and every NCCL call on a communicator is made under it, from
+  // creation to the completion of a non-blocking call (ready()), the watchdog's polls and aborts
+  // included (NCCL: one thread at a time per communicator; see the top of this file). Also two
+  // threads queueing collectives over overlapping devices in different orders would deadlock on
+  // the devices' streams, so every group is queued whole before the next one starts. Taken before
+  // a set's `m`, never after.
   std::mutex m;
   std::map<std::vector<int>, std::shared_ptr<comm_set>> sets;
 };
@@ -149,14 +168,14 @@ std::string async_errors(const std::vector<ncclComm_t>& comms, const int* device
   return s;
 }
 
-// A set spanning ranks failed here: abort it, mark the rank failed (the other ranks learn it at
-// their next call, or time out on the collective) and throw. The caller holds the registry lock.
+// A set spanning ranks failed here: mark the rank failed (the other ranks learn it at their next
+// call, or time out on the collective), abort the set and throw. The caller holds the registry lock.
 [[noreturn]] void fail_across(comm_set& set, const std::string& reason) {
+  dist::fail(reason);  // before the abort, which wakes waits that then check for it (watchdog.hpp)
   {
     std::lock_guard<std::mutex> lock(set.m);
     set.abort_locked();
   }
-  dist::fail(reason);
   throw distributed_error("tessera (rank " + std::to_string(dist::world_rank()) + "): " + reason);
 }
 
@@ -165,7 +184,8 @@ std::string async_errors(const std::vector<ncclComm_t>& comms, const int* device
 void ready(comm_set& set, const char* what, const int* devices, int n) {
   const double timeout = dist::timeout_seconds();
   const auto start = std::chrono::steady_clock::now();
-  for (unsigned spins = 0;; ++spins) {
+  backoff pace(dist::spin_time());  // spins, then sleeps (backoff.hpp: why)
+  for (;;) {
     bool busy = false;
     for (int r = 0; r < n; ++r) {
       ncclComm_t c = set.comms[static_cast<std::size_t>(r)];
@@ -186,7 +206,7 @@ void ready(comm_set& set, const char* what, const int* devices, int n) {
                            " s: a peer rank died, hangs, or made a different call; TESSERA_MPI_TIMEOUT sets the "
                            "limit; its communicators were aborted");
     }
-    if (spins > 64) std::this_thread::sleep_for(std::chrono::microseconds(spins > 20000 ? 500 : 10));
+    pace.pause();
   }
 }
 
@@ -208,6 +228,14 @@ class queued_group final : public inflight {
   }
   state poll() override {
     state s{.started = done(before_), .finished = done(after_), .error = {}};
+    // NCCL only under the NCCL lock. While a call holds it (queueing, or waiting for a
+    // non-blocking call in ready(), which checks these communicators itself) this sweep asks
+    // nothing: blocking here would stall the deadlines of every other collective in flight.
+    std::unique_lock<std::mutex> nccl_lock(reg().m, std::try_to_lock);
+    if (!nccl_lock.owns_lock()) {
+      s.checked = false;
+      return s;
+    }
     std::lock_guard<std::mutex> lock(set_->m);
     if (set_->aborted) {
       s.error = "its communicators were aborted";
@@ -226,7 +254,7 @@ class queued_group final : public inflight {
     return s;
   }
   void abort() override {
-    std::lock_guard<std::mutex> outer(reg().m);  // not while another thread queues on these
+    std::lock_guard<std::mutex> outer(reg().m);  // the NCCL lock: not while another thread uses these
     std::lock_guard<std::mutex> lock(set_->m);
     set_->abort_locked();
   }

@@ -40,7 +40,7 @@ std::string watchdog::sweep(double now) {
       break;
     }
     if (s.finished) {
-      finished.push_back(e.op.get());
+      if (s.checked) finished.push_back(e.op.get());  // else asked again next sweep, no deadline
       continue;
     }
     if (!s.started) continue;
@@ -69,8 +69,10 @@ std::string watchdog::sweep(double now) {
     failed_ = true;
     doomed.swap(ops_);
   }
+  reason += "; the collectives in flight were aborted (ncclCommAbort)";
+  if (on_failure_) on_failure_(reason);  // first: the aborts below wake the waits that check it
   for (entry& e : doomed) e.op->abort();
-  return reason + "; the collectives in flight were aborted (ncclCommAbort)";
+  return reason;
 }
 
 std::size_t watchdog::in_flight() const {
@@ -104,7 +106,7 @@ background& bg() {
       b->wake.wait_for(lock, std::chrono::milliseconds(100), [&] { return b->dog->in_flight() > 0; });
     }
     const double now = std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch()).count();
-    if (const std::string reason = b->dog->sweep(now); !reason.empty()) dist::fail(reason);
+    (void)b->dog->sweep(now);  // a failure reaches dist::fail through the watchdog's on_failure
     std::this_thread::sleep_for(period);
   }
 }
@@ -116,7 +118,7 @@ void watch_in_background(std::shared_ptr<inflight> op) {
   {
     std::lock_guard<std::mutex> lock(b.m);
     if (!b.dog) {
-      b.dog = std::make_unique<watchdog>(dist::timeout_seconds());
+      b.dog = std::make_unique<watchdog>(dist::timeout_seconds(), [](const std::string& why) { dist::fail(why); });
       std::thread(sweep_forever, &b).detach();
     }
   }

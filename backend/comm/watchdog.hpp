@@ -5,14 +5,15 @@
 // (ncclCommGetAsyncError) and ends a stuck collective only when told (ncclCommAbort), so a thread
 // asks for it, as PyTorch's and XLA's watchdogs do: every collective queued over communicators
 // spanning ranks is watched until it finishes; an asynchronous error, or a collective that has run
-// on this rank for longer than TESSERA_MPI_TIMEOUT, aborts every collective in flight (a peer that
-// failed one will serve none of the others), which lets the blocked waits return, and marks the
-// rank failed (dist::fail), so that the waits and every rank's next call throw distributed_error.
+// on this rank for longer than TESSERA_MPI_TIMEOUT, marks the rank failed (dist::fail), then aborts
+// every collective in flight (a peer that failed one will serve none of the others), which lets the
+// blocked waits return; they and every rank's next call then throw distributed_error.
 //
 // The decisions are in `watchdog::sweep`, which needs no GPU: the tests drive it with a fake
 // collective and a fake clock (tests/test_distributed_watchdog.cpp). No CUDA or NCCL header here.
 #pragma once
 #include <cstddef>
+#include <functional>
 #include <memory>
 #include <mutex>
 #include <string>
@@ -27,9 +28,13 @@ struct inflight {
     bool started = false;   // it runs on this rank's devices: the work queued before it is done
     bool finished = false;  // it is done on this rank's devices
     std::string error;      // an asynchronous error of its communicators; empty when none
+    // false: its communicators could not be asked this time (another thread was using them, and
+    // NCCL allows one at a time), so `error` says nothing; a finished collective then stays
+    // watched until they have been asked, so that no error of its slips by.
+    bool checked = true;
   };
   virtual ~inflight() = default;
-  // Non-blocking; called from the watchdog's thread.
+  // Non-blocking (never waits for a lock another thread holds); called from the watchdog's thread.
   virtual state poll() = 0;
   // Ends the collective on this rank (ncclCommAbort), so that waits behind it return. Called at
   // most once, from the watchdog's thread.
@@ -41,8 +46,12 @@ struct inflight {
 class watchdog {
  public:
   // timeout_s: how long a collective may run on this rank once started; 0: no deadline (errors
-  // are still caught).
-  explicit watchdog(double timeout_s) : timeout_s_(timeout_s) {}
+  // are still caught). on_failure(reason), when given, runs once, on a failure, before anything is
+  // aborted: a thread blocked on the aborted work wakes up as soon as it is, and its next check of
+  // the rank's health must already see the failure (else it goes on and waits a whole deadline
+  // for a dead peer at its next call).
+  explicit watchdog(double timeout_s, std::function<void(const std::string&)> on_failure = {})
+      : timeout_s_(timeout_s), on_failure_(std::move(on_failure)) {}
 
   // Watches `op` from now on. After a failure, aborts it at once: nothing will serve it.
   void watch(std::shared_ptr<inflight> op);
@@ -50,7 +59,8 @@ class watchdog {
   // One pass at `now` (seconds on a monotonic clock). Drops finished collectives and starts the
   // clock of those seen started for the first time (the deadline counts the collective's own run
   // time, never the work queued before it). On an asynchronous error or a collective past its
-  // deadline it aborts every collective in flight and returns the reason; once, empty otherwise.
+  // deadline it hands the reason to on_failure, then aborts every collective in flight and returns
+  // the reason; once, empty otherwise.
   std::string sweep(double now);
 
   std::size_t in_flight() const;
@@ -64,6 +74,7 @@ class watchdog {
   mutable std::mutex m_;  // guards the list, never held while polling or aborting
   std::vector<entry> ops_;
   double timeout_s_;
+  std::function<void(const std::string&)> on_failure_;
   bool failed_ = false;
 };
 
