@@ -34,7 +34,7 @@
 #include <tessera/distributed.hpp>
 #include <tessera/tessera.hpp>
 
-#include <backend/comm/mpi.hpp>
+#include <backend/process/mpi.hpp>
 #include <bench/support/program.hpp>
 #if defined(__CUDACC__)
 #include <bench/support/nccl_ranks.cuh>

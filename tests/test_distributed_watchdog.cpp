@@ -6,7 +6,7 @@
 // failure state of the layer itself (dist::fail), which a process cannot leave: it stays last.
 #include "test_support.hpp"
 
-#include <backend/comm/mpi.hpp>
+#include <backend/process/mpi.hpp>
 #include <backend/comm/watchdog.hpp>
 #include <tessera/distributed.hpp>
 

@@ -10,30 +10,15 @@
 // done when the call returns. Failures throw backend_error naming the call and the device;
 // invalid arguments throw invalid_argument. With one device, no communicator is made.
 #pragma once
+#include <backend/process/elements.hpp>
+
 #include <cstddef>
-#include <cstdint>
-#include <type_traits>
 
 namespace tessera::detail::rt {
 class buffer_list;
 }
 
 namespace tessera::detail::comm {
-
-enum class dtype { u8, i32, i64, f32, f64 };
-enum class op { sum, prod, max, min };
-
-template <class T>
-constexpr dtype dtype_of() {
-  if constexpr (std::is_same_v<T, bool> || std::is_same_v<T, unsigned char>) return dtype::u8;
-  else if constexpr (std::is_same_v<T, std::int32_t>) return dtype::i32;
-  else if constexpr (std::is_same_v<T, std::int64_t>) return dtype::i64;
-  else if constexpr (std::is_same_v<T, float>) return dtype::f32;
-  else {
-    static_assert(std::is_same_v<T, double>, "TESSERA_UNSUPPORTED_ELEMENT_TYPE for a collective");
-    return dtype::f64;
-  }
-}
 
 // `uses`, when given, lists the buffers behind send and recv: they are made resident on their owners
 // first (a unified buffer that host code touched is prefetched back), as for any task.

@@ -8,12 +8,13 @@
 // loses against a number), and values are combined in rank order.
 //
 // Across processes (devices of several ranks), host devices first gather every send block they
-// need onto every rank (one MPI exchange, backend/comm/mpi.cpp), then run the same in-process
+// need onto every rank (one MPI exchange, backend/process/mpi.cpp), then run the same in-process
 // loops, writing only their own receive buffers: the same order of operations as one process, so
 // the same bits. Integer and byte allreduces, exact in any order, are one MPI_Allreduce instead.
 // GPUs go to NCCL with communicators spanning the ranks.
 #include <backend/comm/comm.hpp>
-#include <backend/comm/mpi.hpp>
+#include <backend/comm/nccl.hpp>
+#include <backend/process/mpi.hpp>
 #include <backend/runtime/runtime.hpp>
 #include <tessera/device.hpp>
 #include <tessera/error.hpp>
@@ -33,17 +34,6 @@
 
 namespace tessera::detail::comm {
 
-#if TESSERA_HAS_CUDA
-// Defined in nccl.cpp; called with checked arguments (all GPUs, each listed once, count > 0).
-namespace nccl {
-void allgather(const int* devices, int n, const void* const* send, void* const* recv, std::size_t bytes);
-void allreduce(const int* devices, int n, const void* const* send, void* const* recv, std::size_t count, dtype t,
-               op o);
-void broadcast(const int* devices, int n, int root, const void* const* send, void* const* recv, std::size_t bytes);
-void reduce_scatter(const int* devices, int n, const void* const* send, void* const* recv, std::size_t count,
-                    dtype t, op o);
-}  // namespace nccl
-#endif
 
 namespace {
 

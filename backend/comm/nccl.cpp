@@ -36,11 +36,12 @@
 // query while a call holds it: the events still tell started and finished apart, and the caller's
 // own ready() names any error meanwhile), and every non-blocking call is completed (ready()) before
 // the lock is released, so that no call ever meets a communicator in ncclInProgress.
-#include <backend/comm/backoff.hpp>
 #include <backend/comm/comm.hpp>
-#include <backend/comm/mpi.hpp>
+#include <backend/comm/nccl.hpp>
 #include <backend/comm/watchdog.hpp>
-#include <backend/runtime/state.hpp>
+#include <backend/process/backoff.hpp>
+#include <backend/process/mpi.hpp>
+#include <backend/runtime/runtime.hpp>
 #include <tessera/distributed.hpp>
 
 #if TESSERA_HAS_CUDA
@@ -221,10 +222,10 @@ class queued_group final : public inflight {
   // Records an event on `stream` (the current device's): before the group, then after it.
   void mark(cudaStream_t stream, int device, bool after) {
     cudaEvent_t e = nullptr;
-    rt::cuda_check(cudaEventCreateWithFlags(&e, cudaEventDisableTiming), "cudaEventCreateWithFlags",
+    rt::check_cuda(cudaEventCreateWithFlags(&e, cudaEventDisableTiming), "cudaEventCreateWithFlags",
                    rt::info(device).ordinal);
     (after ? after_ : before_).push_back(e);
-    rt::cuda_check(cudaEventRecord(e, stream), "cudaEventRecord", rt::info(device).ordinal);
+    rt::check_cuda(cudaEventRecord(e, stream), "cudaEventRecord", rt::info(device).ordinal);
   }
   state poll() override {
     state s{.started = done(before_), .finished = done(after_), .error = {}};
@@ -326,7 +327,7 @@ void check_distinct_gpus(const int* devices, int n) {
     owner[static_cast<std::size_t>(r)] = rt::info(devices[r]).rank;
     if (rt::is_remote(devices[r])) continue;
     cudaDeviceProp prop{};
-    rt::cuda_check(cudaGetDeviceProperties(&prop, rt::info(devices[r]).ordinal), "cudaGetDeviceProperties",
+    rt::check_cuda(cudaGetDeviceProperties(&prop, rt::info(devices[r]).ordinal), "cudaGetDeviceProperties",
                    rt::info(devices[r]).ordinal);
     std::memcpy(uuids.data() + static_cast<std::size_t>(r) * uuid_bytes, &prop.uuid, uuid_bytes);
   }
@@ -378,7 +379,7 @@ void copy_one(int device, void* dst, const void* src, std::size_t bytes) {
   if (dst == src) return;
   rt::device_restorer guard;
   rt::set_device(device);
-  rt::cuda_check(cudaMemcpyAsync(dst, src, bytes, cudaMemcpyDefault, stream_of(device)), "cudaMemcpyAsync",
+  rt::check_cuda(cudaMemcpyAsync(dst, src, bytes, cudaMemcpyDefault, stream_of(device)), "cudaMemcpyAsync",
                  rt::info(device).ordinal);
 }
 

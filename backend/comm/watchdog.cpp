@@ -1,8 +1,8 @@
 // SPDX-License-Identifier: Apache-2.0
 // The watchdog of collectives spanning ranks (watchdog.hpp). No CUDA, NCCL or MPI call here: the
 // collectives bring their own poll and abort, the layer its deadline and its failure state.
-#include <backend/comm/mpi.hpp>
 #include <backend/comm/watchdog.hpp>
+#include <backend/process/mpi.hpp>
 
 #include <algorithm>
 #include <chrono>

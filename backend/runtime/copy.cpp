@@ -5,7 +5,7 @@
 // stream, ordered after the source's queued work and before the source's later work;
 // copy_between_many issues several such copies at once (copy_peers), and start_copies /
 // finish_copies put them on the GPUs' copy streams for hide_communication.
-#include <backend/comm/mpi.hpp>
+#include <backend/process/mpi.hpp>
 #include <backend/runtime/state.hpp>
 
 #include <algorithm>

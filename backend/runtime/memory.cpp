@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: Apache-2.0
 // Device memory: free/total queries, the out-of-memory check, allocation (unified / device /
 // host) and the residency protocol between host code and kernels for unified buffers.
-#include <backend/comm/mpi.hpp>
+#include <backend/process/mpi.hpp>
 #include <backend/runtime/state.hpp>
 
 #include <cstdio>

@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: Apache-2.0
 // The device table, the default device set, the current device, streams and synchronization.
-#include <backend/comm/mpi.hpp>
+#include <backend/process/mpi.hpp>
 #include <backend/runtime/state.hpp>
 #include <tessera/device.hpp>
 #include <tessera/distributed.hpp>

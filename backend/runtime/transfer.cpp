@@ -2,7 +2,7 @@
 // Host <-> device transfers of 2-D pitched regions. GPUs go through two pinned staging chunks
 // per device (the DMA engine only reaches full speed from pinned memory, and user buffers are
 // pageable), double-buffered so host-side packing overlaps the copy engine.
-#include <backend/comm/mpi.hpp>
+#include <backend/process/mpi.hpp>
 #include <backend/runtime/state.hpp>
 
 #include <algorithm>

@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: Apache-2.0
 // Tessera across processes: one program started N times by mpirun, each process (rank) holding
 // and computing the shards of its own devices, with devices() listing the devices of every rank.
-// Declarations only: every MPI call lives in backend/comm/mpi.cpp. See docs/distributed.md.
+// Declarations only: every MPI call lives in backend/process/mpi.cpp. See docs/distributed.md.
 //
 //   int main(int argc, char** argv) {
 //     tessera::distributed::session mpi(argc, argv);  // before any other Tessera call

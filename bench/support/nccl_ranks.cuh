@@ -9,7 +9,7 @@
 #if !defined(__CUDACC__)
 #error "bench/support/nccl_ranks.cuh needs nvcc; guard its #include with #if defined(__CUDACC__)"
 #endif
-#include <backend/comm/mpi.hpp>
+#include <backend/process/mpi.hpp>
 #include <bench/support/cuda_support.cuh>
 #include <tessera/distributed.hpp>
 

@@ -6,7 +6,7 @@
 // consistency check carries rank 1's failure, so both throw distributed_error naming it, well
 // before TESSERA_MPI_TIMEOUT (30 s here). ctest (mpi label) runs it with 2 ranks and passes on the
 // lines below; finalize() then ends the job (MPI_Abort), as after any failure.
-#include <backend/comm/mpi.hpp>
+#include <backend/process/mpi.hpp>
 #include <backend/comm/watchdog.hpp>
 #include <tessera/distributed.hpp>
 #include <tessera/tessera.hpp>

@@ -6,9 +6,8 @@
 // Every wait polls its request with a deadline instead of blocking inside MPI: a blocking call
 // whose peer died or called something else never returns, which is the hang the issue forbids.
 // A collective that cannot be cancelled is left behind, and the layer is marked broken.
-#include <backend/comm/backoff.hpp>
-#include <backend/comm/mpi.hpp>
-#include <backend/runtime/runtime.hpp>
+#include <backend/process/backoff.hpp>
+#include <backend/process/mpi.hpp>
 #include <tessera/distributed.hpp>
 
 #include <algorithm>
@@ -130,7 +129,7 @@ std::vector<std::string> visible_gpus() {
 // Gives this rank its share of the node's GPUs: a balanced block of them when there are at least
 // as many GPUs as ranks on the node (several GPUs per rank allowed), else GPU local_rank % count.
 void select_gpus(int local_rank, int local_size) {
-  if (!rt::built_with_cuda() || local_size < 2) return;  // alone on its node: every GPU is its own
+  if (!TESSERA_HAS_CUDA || local_size < 2) return;  // alone on its node: every GPU is its own
   if (const char* sel = std::getenv("TESSERA_GPU_SELECT"); sel != nullptr && std::strcmp(sel, "none") == 0) return;
   const std::vector<std::string> gpus = visible_gpus();
   const int g = static_cast<int>(gpus.size());
@@ -557,33 +556,20 @@ void recv(void*, std::size_t, int from, const char* what) {
 
 // -- public API (tessera/distributed.hpp) ------------------------------------------------------
 
-namespace tessera::distributed {
+namespace tessera::detail::dist {
 
-using detail::dist::lay;
-
-bool built_with_mpi() { return TESSERA_HAS_MPI != 0; }
-
-void init() {
-  int argc = 0;
-  char** argv = nullptr;
-  init(argc, argv);
-}
-
-void init(int& argc, char**& argv) {
+// Starts the layer (distributed::init, backend/runtime/processes.cpp, calls it before it builds
+// the device table): MPI, this rank's place on its node, its GPUs. False when it was running.
+bool start(int& argc, char**& argv) {
   auto& l = lay();
   std::unique_lock<std::mutex> lock(l.m);
-  if (l.initialized) return;
+  if (l.initialized) return false;
   if (l.finalized) {
     throw distributed_error("tessera: distributed::init() after finalize(); MPI cannot be started twice");
   }
-  if (detail::rt::table_built()) {
-    throw distributed_error(
-        "tessera: distributed::init() must come before any other Tessera call: the device table was already "
-        "built for this process alone (and CUDA started before this rank could choose its GPUs)");
-  }
-  l.timeout_s = detail::dist::env_timeout();
+  l.timeout_s = env_timeout();
 #if TESSERA_HAS_MPI
-  if (detail::dist::launched()) {
+  if (launched()) {
     int already = 0;
     MPI_Initialized(&already);
     if (!already) {
@@ -593,28 +579,34 @@ void init(int& argc, char**& argv) {
       l.started_mpi = true;
     }
     const std::string what = "distributed::init";
-    detail::dist::check(MPI_Comm_dup(MPI_COMM_WORLD, &l.comm), "MPI_Comm_dup", what);
+    check(MPI_Comm_dup(MPI_COMM_WORLD, &l.comm), "MPI_Comm_dup", what);
     MPI_Comm_set_errhandler(l.comm, MPI_ERRORS_RETURN);
-    detail::dist::check(MPI_Comm_rank(l.comm, &l.rank), "MPI_Comm_rank", what);
-    detail::dist::check(MPI_Comm_size(l.comm, &l.size), "MPI_Comm_size", what);
+    check(MPI_Comm_rank(l.comm, &l.rank), "MPI_Comm_rank", what);
+    check(MPI_Comm_size(l.comm, &l.size), "MPI_Comm_size", what);
     MPI_Comm node = MPI_COMM_NULL;
-    detail::dist::check(MPI_Comm_split_type(l.comm, MPI_COMM_TYPE_SHARED, l.rank, MPI_INFO_NULL, &node),
-                        "MPI_Comm_split_type", what);
-    detail::dist::check(MPI_Comm_rank(node, &l.local_rank), "MPI_Comm_rank", what);
-    detail::dist::check(MPI_Comm_size(node, &l.local_size), "MPI_Comm_size", what);
+    check(MPI_Comm_split_type(l.comm, MPI_COMM_TYPE_SHARED, l.rank, MPI_INFO_NULL, &node), "MPI_Comm_split_type",
+          what);
+    check(MPI_Comm_rank(node, &l.local_rank), "MPI_Comm_rank", what);
+    check(MPI_Comm_size(node, &l.local_size), "MPI_Comm_size", what);
     MPI_Comm_free(&node);
     l.spans = l.size > 1;
   }
 #endif
   (void)argc, (void)argv;
-  detail::dist::select_gpus(l.local_rank, l.local_size);
-  l.spin = detail::dist::choose_spin(l.local_size);
+  select_gpus(l.local_rank, l.local_size);
+  l.spin = choose_spin(l.local_size);
   l.initialized = true;
-  std::atexit(detail::dist::finalize_at_exit);
-  lock.unlock();
-  // Built now, on every rank at once: the table exchange is a collective call.
-  (void)detail::rt::device_count();
+  std::atexit(finalize_at_exit);
+  return true;
 }
+
+}  // namespace tessera::detail::dist
+
+namespace tessera::distributed {
+
+using detail::dist::lay;
+
+bool built_with_mpi() { return TESSERA_HAS_MPI != 0; }
 
 void finalize() {
   auto& l = lay();
@@ -654,15 +646,6 @@ int local_rank() {
 int local_size() {
   detail::dist::require_init("tessera::distributed::local_size()");
   return lay().local_size;
-}
-
-bool is_local(Device d) { return !detail::rt::is_remote(d.id()); }
-
-DeviceSet local_devices() {
-  DeviceSet out;
-  for (Device d : devices())
-    if (is_local(d)) out.push_back(d);
-  return out;
 }
 
 }  // namespace tessera::distributed

@@ -10,7 +10,7 @@
 // gives a distributed_error instead of a hang, and the layer is then marked broken (later calls
 // throw at once; finalize() aborts the job so that no rank waits forever).
 #pragma once
-#include <backend/comm/comm.hpp>
+#include <backend/process/elements.hpp>
 
 #include <chrono>
 #include <cstddef>
@@ -75,6 +75,10 @@ void allreduce(void* data, std::size_t count, comm::dtype t, comm::op o, const c
 void send(const void* data, std::size_t bytes, int to, const char* what);
 void recv(void* data, std::size_t bytes, int from, const char* what);
 
+// Starts the layer: MPI (when launched by mpirun), this rank's place on its node and its share of
+// the node's GPUs (CUDA_VISIBLE_DEVICES, before CUDA starts). False when it was already running.
+// distributed::init (backend/runtime/processes.cpp) calls it, then builds the device table.
+bool start(int& argc, char**& argv);
 // Throws distributed_error when init() did not run, naming the function that needed it.
 void require_init(const char* what);
 
