@@ -10,6 +10,7 @@
 #include <backend/linalg/blas.hpp>
 #include <backend/rtc/rtc.hpp>
 #include <backend/runtime/runtime.hpp>
+#include <backend/solver/solver.hpp>
 #include <tessera/device.hpp>
 #if TS_DEVICE_COMPILER
 #include <backend/cuda/executor.cuh>

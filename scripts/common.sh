@@ -62,8 +62,10 @@ ensure_tools() {
     command -v mpirun >/dev/null 2>&1 && { compgen -G "/usr/lib/*/openmpi/include/mpi.h" >/dev/null ||
                                            [ -f /usr/include/mpi.h ] || command -v mpicxx >/dev/null 2>&1; }
   }
+  have_lapacke() { [ -f /usr/include/lapacke.h ] && { compgen -G "/usr/lib/*/liblapacke.so" >/dev/null || [ -f /usr/lib/liblapacke.so ]; }; }
   have_dlpack() { [ -f /usr/include/dlpack/dlpack.h ] || [ -f /usr/local/include/dlpack/dlpack.h ]; }
   optional_packages OpenBLAS have_openblas "host matrix products use another CBLAS or plain loops" libopenblas-dev
+  optional_packages LAPACKE have_lapacke "dense solvers (solve, qr, svd, eigh...) run on GPUs only" liblapacke-dev
   optional_packages MPI have_mpi "Tessera builds for one process (docs/distributed.md)" libopenmpi-dev openmpi-bin
   optional_packages DLPack have_dlpack "to_dlpack/from_dlpack are left out" libdlpack-dev
   if command -v ninja >/dev/null 2>&1; then say "generator: Ninja"; else say "generator: Unix Makefiles (ninja not found)"; fi

@@ -2,6 +2,7 @@
 // Tessera: the exception hierarchy. Every message names what was asked and what was found.
 #pragma once
 #include <cstddef>
+#include <cstdint>
 #include <stdexcept>
 #include <string>
 #include <utility>
@@ -54,6 +55,18 @@ struct backend_error : error {
 struct compile_error : error {
   compile_error(const std::string& what, std::string compiler_log) : error(what), log(std::move(compiler_log)) {}
   std::string log;
+};
+
+// A matrix that a dense solver cannot take (NumPy's LinAlgError, Julia's SingularException and
+// PosDefException): exactly singular in solve/inv (`index`: the 0-based pivot whose U(k, k) is
+// zero), not positive definite in cholesky (`index`: the leading minor of order index + 1 is not),
+// or an iteration that did not converge (svd, eigh; `index` -1). `batch`: which matrix of an array
+// of matrices (0 for one matrix).
+struct linalg_error : error {
+  linalg_error(const std::string& what, std::int64_t idx, std::int64_t which = 0)
+      : error(what), index(idx), batch(which) {}
+  std::int64_t index;
+  std::int64_t batch;
 };
 
 }  // namespace tessera

@@ -1,0 +1,28 @@
+// SPDX-License-Identifier: Apache-2.0
+// Tessera solver layer: the executors of one device's dense factorization (SolverTask,
+// dsl/tessera/solver_task.hpp). GPUs call cuSOLVER's dense API (one handle per device, bound to
+// the device's stream, created on first use; workspaces from the device's memory cache); host
+// devices call LAPACKE (on OpenBLAS where installed), found at configure time. This header
+// includes no CUDA or LAPACK header, so dsl/ may include it.
+#pragma once
+#include <tessera/solver_task.hpp>
+
+namespace tessera::detail::solver {
+
+// The library behind host devices' solvers ("LAPACKE"), or a sentence saying that none was found.
+const char* host_lapack_name();
+// Whether host devices can run solvers (LAPACKE found at configure time).
+bool host_lapack_available();
+
+}  // namespace tessera::detail::solver
+
+// The executors of a SolverTask. Both return once every matrix's `info` is known: the host one
+// when LAPACKE returns, the CUDA one after waiting for the device's stream (a failed
+// factorization must be reported by the call that asked for it). Failures of the library itself
+// throw backend_error naming the call and device.
+namespace tessera::detail::host {
+void run(const SolverTask& t);
+}
+namespace tessera::detail::cuda {
+void run(const SolverTask& t, int device, int shard);
+}

@@ -1,0 +1,50 @@
+// SPDX-License-Identifier: Apache-2.0
+// Tessera: the task of one device's dense factorization, planned per part by the solvers
+// (solver.hpp) and run through execute() like every operation. A part holds `batch` column-major
+// matrices one after another (one matrix, or a shard of an m x n x batch array); the executor
+// runs the LAPACK routine on each. Its executors call cuSOLVER on GPUs and LAPACKE on host
+// devices; both are compiled once into tessera_runtime (backend/solver/solver.cpp), so any
+// translation unit may queue one.
+#pragma once
+#include <cstdint>
+
+namespace tessera::detail {
+namespace solver {
+
+enum class dtype { f32, f64 };
+
+// The LAPACK routine a task runs on every matrix of its part.
+enum class kind {
+  gesv,   // getrf then getrs: a (n x n) is factored, b (n x nrhs) overwritten with the solution
+  getrf,  // a (m x n) factored in place, pivots in ipiv (1-based, LAPACK's)
+  potrf,  // a (n x n): its lower triangle becomes L (the strict upper triangle is left as it was)
+  geqrf,  // a (m x n) becomes R and the Householder vectors, b the k = min(m, n) scalars tau
+  orgqr,  // a (m x n, the output of geqrf) becomes Q's first n columns, from k reflectors and tau in b
+  gesvd,  // a (m x n, m >= n, destroyed): singular values in b; with `vectors`, U (m x n) and Vt (n x n)
+  syevd,  // a (n x n, lower triangle read): eigenvalues ascending in b; with `vectors`, a becomes V
+};
+
+}  // namespace solver
+
+struct SolverTask {
+  static constexpr bool in_library = true;  // both executors are in tessera_runtime (execute.hpp)
+  solver::kind kind;
+  solver::dtype type;
+  std::int64_t m, n;  // each matrix `a` is m x n
+  std::int64_t k;     // gesv: right-hand sides (columns of b); orgqr: reflectors
+  std::int64_t batch;  // matrices in this part, `stride_*` elements apart
+  void* a;
+  std::int64_t lda, stride_a;
+  void* b;  // gesv: the right-hand sides; geqrf, orgqr: tau; gesvd, syevd: the values
+  std::int64_t ldb, stride_b;
+  void* u;  // gesvd: U, m x n
+  std::int64_t ldu, stride_u;
+  void* vt;  // gesvd: Vt, n x n
+  std::int64_t ldvt, stride_vt;
+  std::int32_t* ipiv;  // gesv, getrf: min(m, n) pivots per matrix
+  std::int64_t stride_piv;
+  bool vectors;  // gesvd: U and Vt too; syevd: V too
+  int* info;     // host memory, `batch` entries: LAPACK's info of each matrix, set when the task ends
+};
+
+}  // namespace tessera::detail
