@@ -171,7 +171,7 @@ std::shared_ptr<const Layout<T, N>> working_copy(const std::shared_ptr<const Lay
 template <class U, int M, class T, int N>
 std::shared_ptr<const Layout<U, M>> allocate_beside(const Layout<T, N>& w, const Shape<M>& shape) {
   Geometry<M> g{shape, -1, w.replicated, {}};
-  if (N == 3 && w.shard_dim == 2 && w.parts.size() > 1) g.shard_dim = M - 1;
+  if (N == 3 && w.shard_dim == 2) g.shard_dim = M - 1;
   for (const auto& p : w.parts) {
     typename Geometry<M>::Box b{p.device, {}, shape};
     if constexpr (N == 3) b.origin[M - 1] = p.origin[2], b.extent[M - 1] = p.extent[2];
