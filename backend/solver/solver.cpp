@@ -24,7 +24,7 @@
 namespace tessera::detail::solver {
 namespace {
 
-const char* routine(kind k) {
+[[maybe_unused]] const char* routine(kind k) {
   switch (k) {
     case kind::gesv: return "getrf/getrs";
     case kind::getrf: return "getrf";
@@ -38,7 +38,7 @@ const char* routine(kind k) {
 }
 
 // LAPACK and cuSOLVER's dense API take int extents: larger matrices are refused by name.
-int to_int(std::int64_t v, const char* what) {
+[[maybe_unused]] int to_int(std::int64_t v, const char* what) {
   if (v > INT_MAX) {
     throw invalid_argument(std::string("tessera: a dense solver with ") + what + " = " + std::to_string(v) +
                            ": LAPACK and cuSOLVER take at most " + std::to_string(INT_MAX));
@@ -47,14 +47,14 @@ int to_int(std::int64_t v, const char* what) {
 }
 
 // A negative info is a bad argument: a bug of the caller, not a property of the matrix.
-void check_argument(int info, const char* call, const std::string& where) {
+[[maybe_unused]] void check_argument(int info, const char* call, const std::string& where) {
   if (info >= 0) return;
   throw backend_error(std::string("tessera: ") + call + " on " + where + " rejected argument " +
                       std::to_string(-info) + " (info " + std::to_string(info) + ")");
 }
 
 template <class T>
-T* at(void* p, std::int64_t stride, std::int64_t i) {
+[[maybe_unused]] T* at(void* p, std::int64_t stride, std::int64_t i) {
   return p == nullptr ? nullptr : static_cast<T*>(p) + i * stride;
 }
 
@@ -93,6 +93,7 @@ void host_solve(const SolverTask& t) {
     T* b = at<T>(t.b, t.stride_b, i);
     std::int32_t* piv = t.ipiv == nullptr ? nullptr : t.ipiv + i * t.stride_piv;
     int info = 0;
+    if (t.kind == kind::gesv) t.info[i * t.stride_info + 1] = 0;
     switch (t.kind) {
       case kind::gesv:
         info = L::getrf(LAPACK_COL_MAJOR, n, n, a, lda, piv);
@@ -112,7 +113,7 @@ void host_solve(const SolverTask& t) {
       case kind::syevd: info = L::syevd(LAPACK_COL_MAJOR, t.vectors ? 'V' : 'N', 'L', n, a, lda, b); break;
     }
     check_argument(info, routine(t.kind), where);
-    t.info[i] = info;
+    t.info[i * t.stride_info] = info;
   }
 }
 #endif
@@ -154,8 +155,8 @@ cusolverDnHandle_t handle(int device, int shard) {
   return h;
 }
 
-// Device memory from the runtime's cache for one task: workspaces and info slots. Returned in
-// stream order (the cache records an event), though the task waits for its stream anyway.
+// Device memory from the runtime's cache for one task's workspaces, returned in stream order (the
+// cache records an event on the device's stream).
 struct device_block {
   device_block(int dev, std::size_t n) : device(dev), bytes(n), p(rt::allocate(dev, n, memory::device)) {}
   ~device_block() { rt::deallocate(device, p, bytes, memory::device); }
@@ -218,50 +219,39 @@ void gpu_solve(const SolverTask& t, int device, int shard) {
       break;
   }
   const std::size_t batch = static_cast<std::size_t>(t.batch);
+  // Workspaces come from the device's memory cache and go back to it in stream order, so the
+  // host need not wait for the factorizations to end.
   device_block work(device, static_cast<std::size_t>(lwork > 0 ? lwork : 1) * sizeof(T));
-  // info of the factorization of each matrix, then (gesv) of each getrs.
-  device_block infos(device, 2 * batch * sizeof(int));
   device_block rwork(device, static_cast<std::size_t>(t.kind == kind::gesvd ? (n > 1 ? n : 1) : 1) * sizeof(T));
   T* w = static_cast<T*>(work.p);
-  int* dinfo = static_cast<int*>(infos.p);
   for (std::size_t i = 0; i < batch; ++i) {
     T* a = at<T>(t.a, t.stride_a, std::int64_t(i));
     T* b = at<T>(t.b, t.stride_b, std::int64_t(i));
     int* piv = t.ipiv == nullptr ? nullptr : t.ipiv + std::int64_t(i) * t.stride_piv;
+    int* info = t.info + std::int64_t(i) * t.stride_info;
     switch (t.kind) {
       case kind::gesv:
-        call(D::getrf(h, n, n, a, lda, w, piv, dinfo + i), "getrf");
+        call(D::getrf(h, n, n, a, lda, w, piv, info), "getrf");
         // Queued whatever getrf finds: a singular matrix gives infinities in a result the caller
         // discards, and no host wait comes between the two calls.
-        if (k > 0) call(D::getrs(h, CUBLAS_OP_N, n, k, a, lda, piv, b, ldb, dinfo + batch + i), "getrs");
+        if (k > 0) call(D::getrs(h, CUBLAS_OP_N, n, k, a, lda, piv, b, ldb, info + 1), "getrs");
+        else rt::check_cuda(cudaMemsetAsync(info + 1, 0, sizeof(int), st), "cudaMemsetAsync (getrs info)", device);
         break;
-      case kind::getrf: call(D::getrf(h, m, n, a, lda, w, piv, dinfo + i), "getrf"); break;
-      case kind::potrf: call(D::potrf(h, CUBLAS_FILL_MODE_LOWER, n, a, lda, w, lwork, dinfo + i), "potrf"); break;
-      case kind::geqrf: call(D::geqrf(h, m, n, a, lda, b, w, lwork, dinfo + i), "geqrf"); break;
-      case kind::orgqr: call(D::orgqr(h, m, n, k, a, lda, b, w, lwork, dinfo + i), "orgqr"); break;
+      case kind::getrf: call(D::getrf(h, m, n, a, lda, w, piv, info), "getrf"); break;
+      case kind::potrf: call(D::potrf(h, CUBLAS_FILL_MODE_LOWER, n, a, lda, w, lwork, info), "potrf"); break;
+      case kind::geqrf: call(D::geqrf(h, m, n, a, lda, b, w, lwork, info), "geqrf"); break;
+      case kind::orgqr: call(D::orgqr(h, m, n, k, a, lda, b, w, lwork, info), "orgqr"); break;
       case kind::gesvd: {
         const signed char job = t.vectors ? 'S' : 'N';
         call(D::gesvd(h, job, job, m, n, a, lda, b, at<T>(t.u, t.stride_u, std::int64_t(i)), ldu,
-                      at<T>(t.vt, t.stride_vt, std::int64_t(i)), ldvt, w, lwork, static_cast<T*>(rwork.p), dinfo + i),
+                      at<T>(t.vt, t.stride_vt, std::int64_t(i)), ldvt, w, lwork, static_cast<T*>(rwork.p), info),
              "gesvd");
         break;
       }
       case kind::syevd:
-        call(D::syevd(h, jobz, CUBLAS_FILL_MODE_LOWER, n, a, lda, b, w, lwork, dinfo + i), "syevd");
+        call(D::syevd(h, jobz, CUBLAS_FILL_MODE_LOWER, n, a, lda, b, w, lwork, info), "syevd");
         break;
     }
-  }
-  // devInfo is read once the stream has reached it: the caller turns a positive info into a
-  // linalg_error before it returns, as NumPy and Julia raise at the call.
-  std::vector<int> host_info(2 * batch, 0);
-  rt::check_cuda(cudaMemcpyAsync(host_info.data(), dinfo, 2 * batch * sizeof(int), cudaMemcpyDeviceToHost, st),
-                 "cudaMemcpyAsync (solver info to host)", device);
-  rt::check_cuda(cudaStreamSynchronize(st), "cudaStreamSynchronize (after a dense solver)", device);
-  const std::string where = rt::info(device).name + " (shard " + std::to_string(shard) + ")";
-  for (std::size_t i = 0; i < batch; ++i) {
-    check_argument(host_info[i], (pre + routine(t.kind)).c_str(), where);
-    if (t.kind == kind::gesv) check_argument(host_info[batch + i], (pre + "getrs").c_str(), where);
-    t.info[i] = host_info[i];
   }
 }
 #endif

@@ -16,10 +16,9 @@ bool host_lapack_available();
 
 }  // namespace tessera::detail::solver
 
-// The executors of a SolverTask. Both return once every matrix's `info` is known: the host one
-// when LAPACKE returns, the CUDA one after waiting for the device's stream (a failed
-// factorization must be reported by the call that asked for it). Failures of the library itself
-// throw backend_error naming the call and device.
+// The executors of a SolverTask: LAPACKE (done when it returns) and cuSOLVER (queued on the
+// device's stream, with devInfo written into the task's info slots; nothing waits). A failed call
+// of the library itself throws backend_error naming the call, the device and the shard.
 namespace tessera::detail::host {
 void run(const SolverTask& t);
 }

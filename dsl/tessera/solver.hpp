@@ -190,48 +190,60 @@ std::shared_ptr<const Layout<T, N>> transposed_copy(const Layout<T, N>& l) {
 
 // One SolverTask per non-empty part of `w` (m x n matrices, `w`'s own), completed by
 // `per_part(job, s)` (the other buffers of part s), run through execute(). Returns LAPACK's info
-// of every matrix, by part.
+// of every matrix of the stack (one for a matrix), read once the devices have finished: positive
+// values describe the matrix (a zero pivot, a minor that is not positive definite), negative ones
+// a rejected argument, which is a bug and throws backend_error here.
 template <class T, int N, class F>
-std::vector<std::vector<int>> run_solver(const Layout<T, N>& w, solver::kind kind, index_t m, index_t n, F&& per_part) {
-  std::vector<std::vector<int>> info(w.parts.size());
+std::vector<std::int32_t> run_solver(const Layout<T, N>& w, solver::kind kind, index_t m, index_t n, F&& per_part) {
+  const index_t batch = batch_of(w);
+  // Two slots per matrix (the factorization's, then getrs's), beside each part, zero where no task runs.
+  auto info = allocate_beside<std::int32_t, N - 1>(w, vector_shape<N>(2, batch));
+  assign_node(*info, Scalar<std::int32_t>{0}, par);
   std::vector<Job<SolverTask>> jobs;
   for (std::size_t s = 0; s < w.parts.size(); ++s) {
     const auto& p = w.parts[s];
     if (volume<N>(p.extent) == 0 || m == 0 || n == 0) continue;
-    const index_t batch = N == 3 ? p.extent[2] : 1;
-    info[s].assign(static_cast<std::size_t>(batch), 0);
-    Job<SolverTask> j{.task = {}, .device = p.device, .shard = static_cast<int>(s), .n = m * n * batch};
+    const index_t count = N == 3 ? p.extent[2] : 1;
+    Job<SolverTask> j{.task = {}, .device = p.device, .shard = static_cast<int>(s), .n = m * n * count};
     SolverTask& t = j.task;
     t.kind = kind;
     t.type = solver_type<T>();
-    t.m = m, t.n = n, t.k = 0, t.batch = batch;
+    t.m = m, t.n = n, t.k = 0, t.batch = count;
     t.a = p.ptr, t.lda = w.shape[0] > 1 ? w.shape[0] : 1, t.stride_a = w.shape[0] * w.shape[1];
     t.b = t.u = t.vt = nullptr;
     t.ldb = t.ldu = t.ldvt = 1;
     t.stride_b = t.stride_u = t.stride_vt = t.stride_piv = 0;
     t.ipiv = nullptr;
     t.vectors = false;
-    t.info = info[s].data();
+    t.info = info->parts[s].ptr, t.stride_info = 2;
     j.uses.add(p.buf.get());
+    j.uses.add(info->parts[s].buf.get());
     per_part(j, s);
     jobs.push_back(std::move(j));
   }
   execute(jobs);
-  return info;
-}
-
-// The first matrix with a positive info, as (part, index in the part), or part -1.
-template <class T, int N>
-std::pair<std::int64_t, int> first_failure(const Layout<T, N>& w, const std::vector<std::vector<int>>& info,
-                                           std::int64_t& batch_index) {
-  for (std::size_t s = 0; s < info.size(); ++s) {
-    for (std::size_t b = 0; b < info[s].size(); ++b) {
-      if (info[s][b] > 0) {
-        batch_index = (N == 3 ? w.parts[s].origin[2] : 0) + static_cast<std::int64_t>(b);
-        return {static_cast<std::int64_t>(s), info[s][b]};
+  if (jobs.empty()) return std::vector<std::int32_t>(static_cast<std::size_t>(batch), 0);
+  const auto all = to_host(Array<std::int32_t, N - 1>(info));
+  std::vector<std::int32_t> out(static_cast<std::size_t>(batch));
+  for (std::size_t b = 0; b < out.size(); ++b) {
+    for (int slot = 0; slot < 2; ++slot) {
+      const std::int32_t v = all[2 * b + static_cast<std::size_t>(slot)];
+      if (v < 0) {
+        throw backend_error("tessera: the dense solver's " + std::string(slot == 0 ? "factorization" : "getrs") +
+                            " rejected its argument " + std::to_string(-v) + " (info " + std::to_string(v) +
+                            ") for matrix " + std::to_string(b) + " of shape " + std::to_string(m) + " x " +
+                            std::to_string(n));
       }
     }
+    out[b] = all[2 * b];
   }
+  return out;
+}
+
+// The first matrix with a positive info: its index in the stack and the info, or {-1, 0}.
+inline std::pair<std::int64_t, int> first_failure(const std::vector<std::int32_t>& info) {
+  for (std::size_t b = 0; b < info.size(); ++b)
+    if (info[b] > 0) return {static_cast<std::int64_t>(b), info[b]};
   return {-1, 0};
 }
 
@@ -241,11 +253,9 @@ std::string which_matrix(std::int64_t batch_index) {
 }
 
 template <class T, int N>
-void throw_if_singular(const char* what, const Layout<T, N>& a, const Layout<T, N>& w,
-                       const std::vector<std::vector<int>>& info) {
-  std::int64_t b = 0;
-  const auto [part, code] = first_failure(w, info, b);
-  if (part < 0) return;
+void throw_if_singular(const char* what, const Layout<T, N>& a, const std::vector<std::int32_t>& info) {
+  const auto [b, code] = first_failure(info);
+  if (b < 0) return;
   throw linalg_error("tessera::linalg_error: " + std::string(what) + " with " + matrix_name("A", a) + ": A" +
                          which_matrix<T, N>(b) + " is singular: U(" + std::to_string(code - 1) + ", " +
                          std::to_string(code - 1) + ") of its LU factorization is exactly zero (pivot " +
@@ -254,11 +264,9 @@ void throw_if_singular(const char* what, const Layout<T, N>& a, const Layout<T, 
 }
 
 template <class T, int N>
-void throw_if_unconverged(const char* what, const Layout<T, N>& a, const Layout<T, N>& w,
-                          const std::vector<std::vector<int>>& info) {
-  std::int64_t b = 0;
-  const auto [part, code] = first_failure(w, info, b);
-  if (part < 0) return;
+void throw_if_unconverged(const char* what, const Layout<T, N>& a, const std::vector<std::int32_t>& info) {
+  const auto [b, code] = first_failure(info);
+  if (b < 0) return;
   throw linalg_error("tessera::linalg_error: " + std::string(what) + " with " + matrix_name("A", a) + ": the " +
                          "iteration did not converge for A" + which_matrix<T, N>(b) + " (LAPACK info " +
                          std::to_string(code) + ")",

@@ -54,7 +54,7 @@ std::shared_ptr<const Layout<T, NB>> solve_layouts(const std::shared_ptr<const L
     j.uses.add(px.buf.get());
     j.uses.add(pp.buf.get());
   });
-  throw_if_singular(what, a, *w, info);
+  throw_if_singular(what, a, info);
   return x;
 }
 
@@ -124,7 +124,7 @@ svd_result<T, N> svd_layouts(const std::shared_ptr<const Layout<T, N>>& pa, bool
       j.uses.add(vt->parts[p].buf.get());
     }
   });
-  throw_if_unconverged(what, a, *w, info);
+  throw_if_unconverged(what, a, info);
   if (!vectors) return {Array<T, N>(), Array<T, N - 1>(s), Array<T, N>()};
   if (!wide) return {Array<T, N>(u), Array<T, N - 1>(s), Array<T, N>(vt)};
   return {Array<T, N>(transposed_copy<T, N>(*vt)), Array<T, N - 1>(s), Array<T, N>(transposed_copy<T, N>(*u))};
@@ -142,7 +142,7 @@ eigh_result<T, N> eigh_layouts(const std::shared_ptr<const Layout<T, N>>& pa, bo
     j.task.vectors = vectors;
     j.uses.add(vals->parts[s].buf.get());
   });
-  throw_if_unconverged(what, a, *w, info);
+  throw_if_unconverged(what, a, info);
   return {Array<T, N - 1>(vals), vectors ? Array<T, N>(w) : Array<T, N>()};
 }
 
@@ -229,8 +229,7 @@ auto cholesky(const A& a) {
   const index_t n = l.shape[0];
   auto w = detail::working_copy<T, N>(a.layout_ptr(), "cholesky(A)");
   const auto info = detail::run_solver<T, N>(*w, detail::solver::kind::potrf, n, n, [](auto&, std::size_t) {});
-  std::int64_t b = 0;
-  if (const auto [part, code] = detail::first_failure(*w, info, b); part >= 0) {
+  if (const auto [b, code] = detail::first_failure(info); b >= 0) {
     throw linalg_error("tessera::linalg_error: cholesky(A) with " + detail::matrix_name("A", l) + ": A" +
                            detail::which_matrix<T, N>(b) + " is not positive definite: its leading minor of order " +
                            std::to_string(code) + " is not (pivot " + std::to_string(code - 1) +

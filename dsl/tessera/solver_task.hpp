@@ -44,7 +44,11 @@ struct SolverTask {
   std::int32_t* ipiv;  // gesv, getrf: min(m, n) pivots per matrix
   std::int64_t stride_piv;
   bool vectors;  // gesvd: U and Vt too; syevd: V too
-  int* info;     // host memory, `batch` entries: LAPACK's info of each matrix, set when the task ends
+  // LAPACK's info of matrix i at info[i * stride_info] (gesv: getrs's at the next entry), in the
+  // device's memory: written in stream order, read by the planner once the device has finished,
+  // so that the executor never waits and the GPUs of a stack work at once.
+  std::int32_t* info;
+  std::int64_t stride_info;
 };
 
 }  // namespace tessera::detail
