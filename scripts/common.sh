@@ -64,10 +64,12 @@ ensure_tools() {
   }
   have_lapacke() { [ -f /usr/include/lapacke.h ] && { compgen -G "/usr/lib/*/liblapacke.so" >/dev/null || [ -f /usr/lib/liblapacke.so ]; }; }
   have_dlpack() { [ -f /usr/include/dlpack/dlpack.h ] || [ -f /usr/local/include/dlpack/dlpack.h ]; }
+  have_png() { [ -f /usr/include/png.h ] || [ -f /usr/local/include/png.h ]; }
   optional_packages OpenBLAS have_openblas "host matrix products use another CBLAS or plain loops" libopenblas-dev
   optional_packages LAPACKE have_lapacke "dense solvers (solve, qr, svd, eigh...) run on GPUs only" liblapacke-dev
   optional_packages MPI have_mpi "Tessera builds for one process (docs/distributed.md)" libopenmpi-dev openmpi-bin
   optional_packages DLPack have_dlpack "to_dlpack/from_dlpack are left out" libdlpack-dev
+  optional_packages libpng have_png "save_png throws, naming the package" libpng-dev
   if command -v ninja >/dev/null 2>&1; then say "generator: Ninja"; else say "generator: Unix Makefiles (ninja not found)"; fi
   if command -v nvidia-smi >/dev/null 2>&1 && nvidia-smi -L 2>/dev/null | grep -q '^GPU '; then
     say "GPUs: $(nvidia-smi -L | grep -c '^GPU ') visible; programs run on them"

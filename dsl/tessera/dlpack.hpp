@@ -2,10 +2,13 @@
 // Tessera: DLPack export and import of single-device arrays, without a copy, so that PyTorch,
 // CuPy, JAX or NumPy tensors and Tessera arrays can share memory. Compiled only where the DLPack
 // header is installed (Debian: libdlpack-dev); TESSERA_HAS_DLPACK tells a program whether it was.
+// What depends on no element type (names, devices, the release of an imported tensor) is compiled
+// into tessera_runtime (backend/io/dlpack.cpp) whether or not the header is installed there.
 // See docs/semantics.md, "Files and interop".
 #pragma once
 #if __has_include(<dlpack/dlpack.h>)
 #include <dlpack/dlpack.h>
+#include <backend/io/dlpack.hpp>
 #include <tessera/reshape.hpp>
 
 #include <cstdint>
@@ -23,15 +26,19 @@ enum class dlpack_unified_as { managed, cuda };
 
 namespace detail::dlpack {
 
-// DLPack names bool kDLBool from version 0.8 on; before, producers (PyTorch 1.x) wrote uint8.
-inline constexpr std::uint8_t bool_code = 6;
+// backend/io/dlpack.hpp holds DLPack's codes as plain integers (tessera_runtime is built without
+// dlpack.h where it is not installed): they must be this header's.
+static_assert(device_code::cpu == kDLCPU && device_code::cuda == kDLCUDA && device_code::cuda_host == kDLCUDAHost &&
+              device_code::rocm == kDLROCM && device_code::cuda_managed == kDLCUDAManaged);
+static_assert(type_code::int_ == kDLInt && type_code::uint == kDLUInt && type_code::float_ == kDLFloat &&
+              type_code::bfloat == kDLBfloat && type_code::complex == kDLComplex);
 
 template <class T>
 DLDataType dtype_of() {
   static_assert(!is_complex_v<T>, "TESSERA_COMPLEX_UNSUPPORTED: DLPack export/import of complex arrays is not "
                                   "supported yet");
   if constexpr (std::is_same_v<T, bool>) {
-    return {static_cast<std::uint8_t>(DLPACK_VERSION >= 80 ? bool_code : kDLUInt), 8, 1};
+    return {static_cast<std::uint8_t>(DLPACK_VERSION >= 80 ? type_code::bool_ : type_code::uint), 8, 1};
   } else if constexpr (std::is_same_v<T, bfloat16>) {  // torch.bfloat16, jnp.bfloat16
     return {static_cast<std::uint8_t>(kDLBfloat), 16, 1};
   } else if constexpr (std::is_floating_point_v<T> || std::is_same_v<T, half>) {
@@ -52,41 +59,15 @@ constexpr const char* type_name() {
   else return "double";
 }
 
-inline std::string dtype_name(DLDataType t) {
-  const char* code = t.code == kDLInt       ? "int"
-                     : t.code == kDLUInt    ? "uint"
-                     : t.code == kDLFloat   ? "float"
-                     : t.code == kDLBfloat  ? "bfloat"
-                     : t.code == kDLComplex ? "complex"
-                     : t.code == bool_code  ? "bool"
-                                            : "code ";
-  std::string s = code;
-  if (s == "code ") s += std::to_string(t.code) + " ";
-  s += std::to_string(t.bits);
-  if (t.lanes != 1) s += "x" + std::to_string(t.lanes);
-  return s;
-}
-
 template <class T>
 bool dtype_matches(DLDataType t) {
   if (t.lanes != 1) return false;
   if constexpr (std::is_same_v<T, bool>) {
-    return t.bits == 8 && (t.code == bool_code || t.code == kDLUInt);
+    return t.bits == 8 && (t.code == type_code::bool_ || t.code == type_code::uint);
   } else {
     const DLDataType want = dtype_of<T>();
     return t.code == want.code && t.bits == want.bits;
   }
-}
-
-inline std::string device_name(DLDevice d) {
-  const char* type = d.device_type == kDLCPU           ? "kDLCPU"
-                     : d.device_type == kDLCUDA        ? "kDLCUDA"
-                     : d.device_type == kDLCUDAHost    ? "kDLCUDAHost"
-                     : d.device_type == kDLCUDAManaged ? "kDLCUDAManaged"
-                     : d.device_type == kDLROCM        ? "kDLROCM"
-                                                       : nullptr;
-  std::string s = type ? type : "device type " + std::to_string(static_cast<int>(d.device_type));
-  return s + " " + std::to_string(d.device_id);
 }
 
 // What a tensor exported by to_dlpack owns: the layout (and through it the storage), the shape and
@@ -98,38 +79,6 @@ struct export_context {
   std::int64_t strides[N > 0 ? N : 1] = {};
   DLManagedTensor tensor{};
 };
-
-// The producer's tensor, released (its deleter called) when the last Tessera reference to the
-// storage goes, after the device has finished the work queued on it: the producer may free or reuse
-// the memory at once. `armed` stays false until from_dlpack has succeeded, so that a failed import
-// leaves the tensor to its caller.
-struct import_owner {
-  DLManagedTensor* tensor = nullptr;
-  Device device;
-  bool armed = false;
-  ~import_owner() {
-    if (!armed || tensor == nullptr) return;
-    try {
-      synchronize(device);
-    } catch (...) {  // a destructor must not throw; the release below matters more
-    }
-    if (tensor->deleter != nullptr) tensor->deleter(tensor);
-  }
-};
-
-inline Device device_of(DLDevice d, const std::string& who) {
-  if (d.device_type == kDLCPU) return host_devices(1)[0];
-  if (d.device_type == kDLCUDA || d.device_type == kDLCUDAManaged) {
-    const DeviceSet g = gpus();
-    for (Device x : g)
-      if (x.ordinal() == d.device_id) return x;
-    throw invalid_argument(who + ": the tensor lives on " + device_name(d) + " (cuda:" + std::to_string(d.device_id) +
-                           "), which Tessera does not know: it sees " + std::to_string(g.size()) + " GPU" +
-                           (g.size() == 1 ? "" : "s") + (rt::built_with_cuda() ? "" : " (built without CUDA)"));
-  }
-  throw invalid_argument(who + ": unsupported device " + device_name(d) +
-                         ": expected kDLCPU, kDLCUDA or kDLCUDAManaged");
-}
 
 }  // namespace detail::dlpack
 
@@ -210,11 +159,12 @@ View<T, N> from_dlpack(DLManagedTensor* tensor) {
                            std::to_string(t.ndim));
   }
   if (!dl::dtype_matches<T>(t.dtype)) {
-    throw invalid_argument(who + ": dtype mismatch: expected " + dl::dtype_name(dl::dtype_of<T>()) +
+    const DLDataType want = dl::dtype_of<T>();
+    throw invalid_argument(who + ": dtype mismatch: expected " + dl::dtype_name(want.code, want.bits, want.lanes) +
                            (std::is_same_v<T, bool> ? " (or uint8 holding 0 and 1)" : "") + ", found " +
-                           dl::dtype_name(t.dtype));
+                           dl::dtype_name(t.dtype.code, t.dtype.bits, t.dtype.lanes));
   }
-  const Device dev = dl::device_of(t.device, who);
+  const Device dev = dl::device_of(static_cast<int>(t.device.device_type), t.device.device_id, who);
   detail::Layout<T, N> l;
   l.mem = t.device.device_type == kDLCUDA ? memory::device : memory::unified;
   detail::Part<T, N> p;
@@ -237,6 +187,10 @@ View<T, N> from_dlpack(DLManagedTensor* tensor) {
   }
   auto owner = std::make_shared<dl::import_owner>();
   owner->tensor = tensor;
+  owner->release = [](void* t) {
+    auto* m = static_cast<DLManagedTensor*>(t);
+    if (m->deleter != nullptr) m->deleter(m);
+  };
   owner->device = dev;
   if (!p.empty()) {
     // The storage wraps the producer's memory: an rt::buffer made empty (so that it never frees)

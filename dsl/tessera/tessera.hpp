@@ -37,3 +37,4 @@
 #include <tessera/for_each_shard.hpp>
 #include <tessera/npy.hpp>
 #include <tessera/dlpack.hpp>
+#include <tessera/png.hpp>
