@@ -222,3 +222,30 @@ TEST_CASE("errors: a singular matrix and a non-positive-definite one throw linal
     check_throws_naming<dimension_mismatch>([&] { (void)lstsq(S, B4); }, {"lstsq(A, B)", "3 rows", "found 4"});
   }
 }
+
+TEST_CASE("solve and inv of a matrix split by columns: cusolverMg across the GPUs, gathered on host devices") {
+  for (const auto& ds : multi_device_sets()) {
+    for (index_t n : {index_t(1), index_t(2), index_t(37), index_t(300), index_t(513)}) {
+      INFO(set_name(ds) << ", n = " << n);
+      const Mat a = well_conditioned(n), b = random_mat(n, 3);
+      auto A = put_mat<double>(a, shard(1, ds));
+      const auto before = to_host(A);
+      auto X = solve(A, put_mat<double>(b, shard(1, ds)));
+      CHECK(X.layout().parts.size() == 1);
+      CHECK(X.layout().parts[0].device == ds[0]);
+      CHECK(rel_diff(product(a, get_mat(X)), b) < tol<double>(n));
+      const auto bv = random_values<double>(static_cast<std::size_t>(n));
+      auto x = solve(A, put_vec<double>(bv, replicate(ds)));
+      CHECK(rel_diff(product(a, Mat{n, 1, get_vec(x)}), Mat{n, 1, bv}) < tol<double>(n));
+      if (n <= 300) CHECK(rel_diff(product(get_mat(inv(A)), a), identity(n)) < tol<double>(n));
+      CHECK(to_host(A) == before);
+    }
+    // A singular matrix split by columns: the zero pivot is named, A is intact.
+    const Mat s{3, 3, {1, 2, 3, 0, 1, 4, 2, 4, 6}};
+    auto S = put_mat<float>(s, shard(1, ds));
+    const auto before = to_host(S);
+    check_throws_naming<linalg_error>([&] { (void)solve(S, put_vec<float>({1, 2, 3}, on(ds[0]))); },
+                                      {"solve(A, B)", "singular", "pivot"});
+    CHECK(to_host(S) == before);
+  }
+}

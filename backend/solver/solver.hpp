@@ -13,6 +13,9 @@ namespace tessera::detail::solver {
 const char* host_lapack_name();
 // Whether host devices can run solvers (LAPACKE found at configure time).
 bool host_lapack_available();
+// Whether a matrix split by columns over GPUs can be solved where it lies (cusolverMg found at
+// configure time).
+bool multi_gpu_available();
 
 }  // namespace tessera::detail::solver
 
@@ -21,7 +24,11 @@ bool host_lapack_available();
 // of the library itself throws backend_error naming the call, the device and the shard.
 namespace tessera::detail::host {
 void run(const SolverTask& t);
+void run(const MgSolveTask& t);  // throws: planned for GPUs only
 }
 namespace tessera::detail::cuda {
 void run(const SolverTask& t, int device, int shard);
+// cusolverMg over the task's GPUs: waits for their streams first (the tiles were copied there),
+// and for the library's own work before it returns.
+void run(const MgSolveTask& t, int device, int shard);
 }

@@ -8,6 +8,89 @@
 namespace tessera {
 namespace detail {
 
+// Whether A (a square matrix split by columns over several GPUs of this process) is solved where
+// it lies, through cusolverMg, instead of gathered on one device.
+template <class T, int N>
+bool solve_in_place_over_gpus(const Layout<T, N>& a) {
+  if constexpr (N != 2) {
+    return false;
+  } else {
+    if (a.replicated || a.shard_dim != 1 || a.parts.size() < 2 || a.parts.size() > max_mg_devices) return false;
+    if (!solver::multi_gpu_available() || a.shape[0] == 0) return false;
+    for (const auto& p : a.parts)
+      if (p.device.is_host() || rt::is_remote(p.device.id())) return false;
+    return true;
+  }
+}
+
+// solve(A, B) with A's columns over GPUs: A's column blocks are copied into cusolverMg's 1-D
+// block-cyclic tiles (block b on device b % G), B into X on A's first device, and one
+// MgSolveTask runs getrf + getrs across the devices. X lies on A's first device.
+template <class T, int NB>
+std::shared_ptr<const Layout<T, NB>> solve_over_gpus(const Layout<T, 2>& a, const std::shared_ptr<const Layout<T, NB>>& pb,
+                                                     const Shape<NB>& bshape, const char* what, bool eye) {
+  const index_t n = a.shape[0], nrhs = NB == 2 ? bshape[NB - 1] : 1;
+  const int G = static_cast<int>(a.parts.size());
+  // Tiles of 256 columns (cusolverMg's examples) spread the LU's trailing updates over every GPU;
+  // a small matrix takes narrower ones so that each GPU still holds some.
+  const index_t tile = std::max<index_t>(1, std::min<index_t>(256, (n + G - 1) / G));
+  const index_t blocks = (n + tile - 1) / tile;
+  Layout<T, 2> tiles;
+  tiles.shape = a.shape;
+  tiles.shard_dim = 1;
+  tiles.mem = memory::device;
+  MgSolveTask t{};
+  t.type = solver_type<T>();
+  t.n = n, t.nrhs = nrhs, t.tile = tile, t.count = G;
+  std::vector<std::shared_ptr<rt::buffer>> local(static_cast<std::size_t>(G)), piv(static_cast<std::size_t>(G));
+  for (int g = 0; g < G; ++g) {
+    const Device d = a.parts[static_cast<std::size_t>(g)].device;
+    const index_t mine = g < blocks ? (blocks - g + G - 1) / G : 0;  // column blocks on device g
+    const index_t cols = std::max<index_t>(mine * tile, 1);
+    rt::check_free(d.id(), static_cast<std::size_t>(n * cols) * sizeof(T));
+    local[static_cast<std::size_t>(g)] = std::make_shared<rt::buffer>(d.id(), static_cast<std::size_t>(n * cols) * sizeof(T), memory::device);
+    piv[static_cast<std::size_t>(g)] = std::make_shared<rt::buffer>(d.id(), static_cast<std::size_t>(cols) * sizeof(std::int32_t), memory::device);
+    t.devices[g] = d.id();
+    t.a[g] = local[static_cast<std::size_t>(g)]->ptr;
+    t.ipiv[g] = static_cast<std::int32_t*>(piv[static_cast<std::size_t>(g)]->ptr);
+  }
+  for (index_t b = 0; b < blocks; ++b) {
+    const auto g = static_cast<std::size_t>(b % G);
+    Part<T, 2> q;
+    q.device = a.parts[g].device;
+    q.buf = local[g];
+    q.ptr = static_cast<T*>(local[g]->ptr) + (b / G) * tile * n;
+    q.extent = {n, std::min(tile, n - b * tile)};
+    q.stride = {1, n};
+    q.origin = {0, b * tile};
+    tiles.parts.push_back(std::move(q));
+  }
+  copy_into(tiles, a);
+  Geometry<NB> g = geometry_from_placement<NB>(bshape, on(a.parts[0].device));
+  auto x = std::make_shared<const Layout<T, NB>>(allocate_layout<T, NB>(g, a.mem));
+  if constexpr (NB == 2) {
+    if (eye) assign_node(*x, Broadcasted<fn::eye_of<T>, IndexLeaf<NB>>{{n}, {IndexLeaf<NB>{bshape}}}, par);
+    else copy_into(*x, *pb);
+  } else {
+    copy_into(*x, *pb);
+  }
+  int info = 0;
+  t.x = x->parts[0].ptr;
+  t.info = &info;
+  std::vector<Job<MgSolveTask>> jobs{{.task = t, .device = a.parts[0].device, .shard = 0, .n = n * n}};
+  for (int k = 0; k < G; ++k) {
+    jobs[0].uses.add(local[static_cast<std::size_t>(k)].get());
+    jobs[0].uses.add(piv[static_cast<std::size_t>(k)].get());
+  }
+  jobs[0].uses.add(x->parts[0].buf.get());
+  execute(jobs);
+  if (info < 0) {
+    throw backend_error("tessera: cusolverMgGetrf rejected its argument " + std::to_string(-info) + " in " + what);
+  }
+  throw_if_singular<T, 2>(what, a, std::vector<std::int32_t>{info});
+  return x;
+}
+
 // X = A \ B for A n x n (x batch) and B n, n x r, or (stacks) n x batch, n x r x batch. `eye`:
 // B is the identity (inv), `pb` unused.
 template <class T, int N, int NB>
@@ -33,11 +116,18 @@ std::shared_ptr<const Layout<T, NB>> solve_layouts(const std::shared_ptr<const L
     }
   }
   const index_t nrhs = NB == N ? bshape[1] : 1;
-  auto w = working_copy<T, N>(pa, what);
+  if constexpr (N == 2) {
+    if (solve_in_place_over_gpus(a)) return solve_over_gpus<T, NB>(a, pb, bshape, what, eye);
+  }
+  auto whole = whole_matrices<T, N>(pa, what);
+  const bool gathered = whole != pa;  // A was split along rows or columns: B follows it
+  auto w = gathered ? whole : clone_layout<T, N>(*pa);
   // X starts as B beside each part of A's copy: the assignment's placement rule refuses a B whose
   // blocks are elsewhere before anything is factored.
   auto x = allocate_beside<T, NB>(*w, bshape);
-  if constexpr (NB != N) {
+  if (gathered && !eye) {
+    copy_into(*x, *pb);
+  } else if constexpr (NB != N) {
     assign_node(*x, ArrayLeaf<T, NB>{pb}, par);
   } else if (eye) {
     assign_node(*x, Broadcasted<fn::eye_of<T>, IndexLeaf<NB>>{{n > 0 ? n : 1}, {IndexLeaf<NB>{bshape}}}, par);

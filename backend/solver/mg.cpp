@@ -1,0 +1,180 @@
+// SPDX-License-Identifier: Apache-2.0
+// The multi-GPU solve (MgSolveTask, solver.hpp): cusolverMg's getrf + getrs over the GPUs of one
+// process, A in 1-D block-cyclic columns. cusolverMg runs on streams of its own and returns when
+// its work is done, so this executor waits for Tessera's streams of those devices before the call
+// (the tiles were copied there) and for the devices after it.
+#include <backend/runtime/runtime.hpp>
+#include <backend/solver/solver.hpp>
+
+#include <algorithm>
+#include <cstdint>
+#include <map>
+#include <mutex>
+#include <string>
+#include <vector>
+
+#ifndef TESSERA_HAS_CUSOLVERMG
+#define TESSERA_HAS_CUSOLVERMG 0
+#endif
+#if TESSERA_HAS_CUDA && TESSERA_HAS_CUSOLVERMG
+#include <cuda_runtime.h>
+#include <cusolverMg.h>
+#endif
+
+namespace tessera::detail::solver {
+
+bool multi_gpu_available() { return TESSERA_HAS_CUDA && TESSERA_HAS_CUSOLVERMG; }
+
+#if TESSERA_HAS_CUDA && TESSERA_HAS_CUSOLVERMG
+// CUDA 13 marks cusolverMg deprecated, yet ships it and offers no other in-process multi-GPU
+// LU; the warnings would only repeat that.
+#pragma GCC diagnostic push
+#pragma GCC diagnostic ignored "-Wdeprecated-declarations"
+namespace {
+
+std::string devices_text(const MgSolveTask& t) {
+  std::string s;
+  for (int g = 0; g < t.count; ++g) s += (g ? ", " : "") + rt::info(t.devices[g]).name;
+  return s;
+}
+
+void check_mg(cusolverStatus_t s, const char* call, const MgSolveTask& t) {
+  if (s == CUSOLVER_STATUS_SUCCESS) return;
+  throw backend_error(std::string("tessera: ") + call + " failed over " + devices_text(t) + ": status " +
+                      std::to_string(int(s)));
+}
+
+// One cusolverMg handle per set of devices, created on first use; never destroyed, like the
+// per-device handles (static destruction order).
+cusolverMgHandle_t mg_handle(const MgSolveTask& t, const std::vector<int>& ordinals) {
+  static std::mutex mu;
+  static std::map<std::vector<int>, cusolverMgHandle_t> handles;
+  std::lock_guard<std::mutex> lock(mu);
+  auto it = handles.find(ordinals);
+  if (it != handles.end()) return it->second;
+  cusolverMgHandle_t h = nullptr;
+  check_mg(cusolverMgCreate(&h), "cusolverMgCreate", t);
+  std::vector<int> ids = ordinals;
+  check_mg(cusolverMgDeviceSelect(h, static_cast<int>(ids.size()), ids.data()), "cusolverMgDeviceSelect", t);
+  handles.emplace(ordinals, h);
+  return h;
+}
+
+// The grid and the two matrix descriptors of one call, released however it ends.
+struct mg_descriptors {
+  cudaLibMgGrid_t grid = nullptr;
+  cudaLibMgMatrixDesc_t a = nullptr, b = nullptr;
+  ~mg_descriptors() {
+    if (a) (void)cusolverMgDestroyMatrixDesc(a);
+    if (b) (void)cusolverMgDestroyMatrixDesc(b);
+    if (grid) (void)cusolverMgDestroyGrid(grid);
+  }
+};
+
+// Each device's workspace, from the runtime's memory cache.
+struct mg_workspace {
+  std::vector<int> devices;
+  std::vector<void*> p;
+  std::size_t bytes = 0;
+  ~mg_workspace() {
+    for (std::size_t g = 0; g < p.size(); ++g) rt::deallocate(devices[g], p[g], bytes, memory::device);
+  }
+};
+
+}  // namespace
+#pragma GCC diagnostic pop
+#endif
+
+}  // namespace tessera::detail::solver
+
+namespace tessera::detail::host {
+
+void run(const MgSolveTask&) {
+  throw error("tessera: a multi-GPU solve (cusolverMg) was planned on a host device; the solvers gather a split "
+              "matrix on host devices instead");
+}
+
+}  // namespace tessera::detail::host
+
+namespace tessera::detail::cuda {
+
+void run(const MgSolveTask& t, int device, int shard) {
+  (void)device, (void)shard;
+#if TESSERA_HAS_CUDA && TESSERA_HAS_CUSOLVERMG
+#pragma GCC diagnostic push
+#pragma GCC diagnostic ignored "-Wdeprecated-declarations"
+  using namespace solver;
+  rt::device_restorer restore;
+  const int G = t.count;
+  std::vector<int> ordinals(static_cast<std::size_t>(G));
+  for (int g = 0; g < G; ++g) ordinals[static_cast<std::size_t>(g)] = rt::info(t.devices[g]).ordinal;
+  // The tiles and B were written on Tessera's streams.
+  for (int g = 0; g < G; ++g) rt::synchronize_device(t.devices[g]);
+  if (t.n > INT32_MAX || t.nrhs > INT32_MAX) {
+    throw invalid_argument("tessera: cusolverMg takes at most 2^31 - 1 rows, found n = " + std::to_string(t.n));
+  }
+  const int n = static_cast<int>(t.n);
+  const cudaDataType dt = t.type == dtype::f32 ? CUDA_R_32F : CUDA_R_64F;
+  const std::size_t elem = t.type == dtype::f32 ? sizeof(float) : sizeof(double);
+  cusolverMgHandle_t h = mg_handle(t, ordinals);
+  mg_descriptors d;
+  check_mg(cusolverMgCreateDeviceGrid(&d.grid, 1, G, ordinals.data(), CUDALIBMG_GRID_MAPPING_COL_MAJOR),
+           "cusolverMgCreateDeviceGrid", t);
+  check_mg(cusolverMgCreateMatrixDesc(&d.a, t.n, t.n, t.n, t.tile, dt, d.grid), "cusolverMgCreateMatrixDesc (A)", t);
+  // One right-hand side per getrs, as one column block of width 1 (so cusolverMg's tile is exactly
+  // that column of X), which lies on devices[0].
+  check_mg(cusolverMgCreateMatrixDesc(&d.b, t.n, 1, t.n, 1, dt, d.grid), "cusolverMgCreateMatrixDesc (B)", t);
+  std::vector<void*> a(t.a, t.a + G);
+  std::vector<int*> ipiv(static_cast<std::size_t>(G));
+  for (int g = 0; g < G; ++g) ipiv[static_cast<std::size_t>(g)] = t.ipiv[g];
+  // B's array names one buffer per device; only devices[0] holds its one block, the others point
+  // at their own A tiles, which cusolverMg does not read for B.
+  std::vector<void*> b(a);
+  std::int64_t lwork_f = 0, lwork_s = 0;
+  check_mg(cusolverMgGetrf_bufferSize(h, n, n, a.data(), 1, 1, d.a, ipiv.data(), dt, &lwork_f),
+           "cusolverMgGetrf_bufferSize", t);
+  b[0] = t.x;
+  check_mg(cusolverMgGetrs_bufferSize(h, CUBLAS_OP_N, n, 1, a.data(), 1, 1, d.a, ipiv.data(), b.data(), 1, 1, d.b, dt,
+                                      &lwork_s),
+           "cusolverMgGetrs_bufferSize", t);
+  mg_workspace work;
+  work.bytes = static_cast<std::size_t>(std::max<std::int64_t>({lwork_f, lwork_s, 1})) * elem;
+  for (int g = 0; g < G; ++g) {
+    work.devices.push_back(t.devices[g]);
+    work.p.push_back(rt::allocate(t.devices[g], work.bytes, memory::device));
+  }
+  // The cache hands blocks back in the order of Tessera's streams, which cusolverMg does not use.
+  for (int g = 0; g < G; ++g) rt::synchronize_device(t.devices[g]);
+  const std::int64_t lwork = static_cast<std::int64_t>(work.bytes / elem);
+  int info = 0;
+  check_mg(cusolverMgGetrf(h, n, n, a.data(), 1, 1, d.a, ipiv.data(), dt, work.p.data(), lwork, &info),
+           "cusolverMgGetrf", t);
+  for (int g = 0; g < G; ++g) {
+    rt::set_device(t.devices[g]);
+    rt::check_cuda(cudaDeviceSynchronize(), "cudaDeviceSynchronize (after cusolverMgGetrf)", t.devices[g]);
+  }
+  *t.info = info;
+  if (info != 0) return;  // the planner names a zero pivot; a negative info is named below
+  for (std::int64_t j = 0; j < t.nrhs; ++j) {
+    b[0] = static_cast<char*>(t.x) + static_cast<std::size_t>(j) * static_cast<std::size_t>(t.n) * elem;
+    int sinfo = 0;
+    check_mg(cusolverMgGetrs(h, CUBLAS_OP_N, n, 1, a.data(), 1, 1, d.a, ipiv.data(), b.data(), 1, 1, d.b, dt,
+                             work.p.data(), lwork, &sinfo),
+             "cusolverMgGetrs", t);
+    if (sinfo < 0) {
+      throw backend_error("tessera: cusolverMgGetrs over " + devices_text(t) + " rejected argument " +
+                          std::to_string(-sinfo));
+    }
+  }
+  for (int g = 0; g < G; ++g) {
+    rt::set_device(t.devices[g]);
+    rt::check_cuda(cudaDeviceSynchronize(), "cudaDeviceSynchronize (after cusolverMgGetrs)", t.devices[g]);
+  }
+#pragma GCC diagnostic pop
+#else
+  (void)t;
+  throw error("tessera: this build has no cusolverMg (CUDA with libcusolverMg), so a multi-GPU solve cannot run");
+#endif
+}
+
+}  // namespace tessera::detail::cuda
