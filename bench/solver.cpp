@@ -7,15 +7,16 @@
 //  (2) a stack of matrices (512 x 512 x 16 per device) sharded along its last dim: solve on
 //      every device against one device (report; ideal is the device count);
 //  (3) cholesky, qr, eigh and svd of one matrix on one device (report: time and rate);
-//  (4) solve across the GPUs through cusolverMg: not implemented yet (docs/semantics.md, "Dense
-//      solvers": a matrix split over devices is gathered on its first device).
+//  (4) solve(A, b) with A 32768 x 32768 float split by columns over every GPU (cusolverMg, A's
+//      shards copied into its block-cyclic tiles) against the same solve on one GPU (report). On
+//      host devices a split matrix is gathered on the first one, so this row is GPU only.
 //
 // Timing: CUDA events on Tessera's streams behind a spin kernel (bench/support), medians of
 // --reps samples; each call reads LAPACK's info back, so it ends with a host wait, as NumPy's and
 // CuPy's do. On host devices the same program runs small sizes through LAPACKE and prints host
 // figures, labelled as such.
 //
-//   bench_solver [--n N] [--small S] [--stack M] [--reps R] [--warmup W] [--spin-us S]
+//   bench_solver [--n N] [--small S] [--stack M] [--mg M] [--reps R] [--warmup W] [--spin-us S]
 #include <tessera/tessera.hpp>
 
 #include <bench/support/program.hpp>
@@ -36,7 +37,7 @@ namespace tb = tessera::bench;
 namespace {
 
 struct Options {
-  index_t n = -1, small = -1, stack = -1;  // -1: 16384, 4096, 512 on GPUs; smaller on host devices
+  index_t n = -1, small = -1, stack = -1, mg = -1;  // -1: 16384, 4096, 512, 32768 on GPUs; smaller on host devices
   int reps = 5;
   int warmup = 1;
   double spin_us = 20000;
@@ -44,10 +45,11 @@ struct Options {
 
 void usage(std::FILE* f) {
   std::fprintf(f,
-               "usage: bench_solver [--n N] [--small S] [--stack M] [--reps R] [--warmup W] [--spin-us S]\n"
+               "usage: bench_solver [--n N] [--small S] [--stack M] [--mg M] [--reps R] [--warmup W] [--spin-us S]\n"
                "  --n N        solve's A is N x N float (default 16384 on GPUs, 1024 on host devices)\n"
                "  --small S    cholesky, qr, eigh, svd of an S x S float matrix (default 4096 / 256)\n"
                "  --stack M    the stack holds M x M matrices, 16 per device (default 512 / 64)\n"
+               "  --mg M       the split solve's A is M x M float over every GPU (default 32768)\n"
                "  --reps R     timed samples per measurement (default 5)\n"
                "  --warmup W   untimed samples before timing (default 1)\n"
                "  --spin-us S  GPU spin before each timed sample (default 20000)\n");
@@ -59,6 +61,7 @@ std::optional<Options> parse(int argc, char** argv) {
                                     {{"--n", 1, 1 << 17, &o.n},
                                      {"--small", 1, 1 << 16, &o.small},
                                      {"--stack", 1, 1 << 14, &o.stack},
+                                     {"--mg", 1, 1 << 17, &o.mg},
                                      {"--reps", 1, 100000, &o.reps},
                                      {"--warmup", 0, 100000, &o.warmup},
                                      {"--spin-us", 0, 1000000, &o.spin_us}},
@@ -92,13 +95,14 @@ int main(int argc, char** argv) {
     if (o.n < 0) o.n = gpu ? 16384 : 1024;
     if (o.small < 0) o.small = gpu ? 4096 : 256;
     if (o.stack < 0) o.stack = gpu ? 512 : 64;
+    if (o.mg < 0) o.mg = gpu ? 32768 : 512;
     tb::print_backend(p, ", solvers through LAPACKE", "");
     std::printf("\nhost LAPACK: %s\n", detail::solver::host_lapack_name());
     std::printf("timing: %s\n", tb::timing_text(gpu, static_cast<long long>(o.spin_us), "host clock").c_str());
     tb::runner run{gpu, o.spin_us, o.warmup, o.reps};
     std::printf("\n%-48s %-11s %9s %9s %10s\n", "", "", "med ms", "best ms", "rate");
     const Device d0 = p.one[0];
-    std::optional<double> solve_ratio, stack_scaling;
+    std::optional<double> solve_ratio, stack_scaling, mg_scaling;
 
     // (1) one large system on one device.
     {
@@ -168,6 +172,34 @@ int main(int argc, char** argv) {
       row("    eigh(A)", p.one_label, run.time(p.one, 1, [&] { (void)eigh(sym); }, tb::no_op{}, false), 4.0 / 3.0 * n3);
       row("    svd(A)", p.one_label, run.time(p.one, 1, [&] { (void)svd(a); }, tb::no_op{}, false), 4.0 * n3);
     }
+    // (4) one system split by columns over every GPU, against one GPU.
+    if (gpu && G > 1 && detail::solver::multi_gpu_available()) {
+      const index_t n = o.mg;
+      const double flops = 2.0 / 3.0 * double(n) * double(n) * double(n) + 2.0 * double(n) * double(n);
+      tb::stats one;
+      {
+        auto a = eval(rand<float>({n, n}, on(d0), memory::device) +
+                      float(n) * cast<float>(iota<index_t>({n, n}, on(d0)) % (n + 1) == 0));
+        auto b = rand<float>({n}, on(d0), memory::device);
+        Array<float, 1> x = solve(a, b);
+        one = run.time(p.one, 1, [&] { x = solve(a, b); }, tb::no_op{}, false);
+        row("(4) solve(A, b), A on one GPU", p.one_label, one, flops);
+      }
+      auto a = eval(rand<float>({n, n}, shard(1, p.all), memory::device) +
+                    float(n) * cast<float>(iota<index_t>({n, n}, shard(1, p.all)) % (n + 1) == 0));
+      auto b = rand<float>({n}, on(d0), memory::device);
+      Array<float, 1> x = solve(a, b);
+      const tb::stats all = run.time(p.all, 1, [&] { x = solve(a, b); }, tb::no_op{}, false);
+      row("    A split by columns (cusolverMg)", p.all_label, all, flops);
+      mg_scaling = one.median / all.median;
+      auto r = eval(matmul(copy(a, on(d0)), x) - b);
+      const double res = maximum(abs(r)) / (maximum(abs(a)) * maximum(abs(x)) * double(n));
+      std::printf("  residual of the split solve |A x - b| / (n |A| |x|) = %.3g\n", res);
+      if (!(res < 1e-6)) {
+        ++errors;
+        std::printf("  WRONG RESULT: the residual of the split solve is %.3g\n", res);
+      }
+    }
     tb::print_late_warning(run.late, static_cast<long long>(o.spin_us));
 
     std::vector<tb::summary_row> rows;
@@ -175,8 +207,9 @@ int main(int argc, char** argv) {
                     ">= 0.95x", gpu ? "" : "GPU only"});
     rows.push_back({"(2) stack solve, " + p.all_label + " / 1 (ideal " + std::to_string(G) + ")", stack_scaling,
                     0.0, true, "report", G > 1 ? "" : "only 1 device"});
-    rows.push_back({"(4) cusolverMg solve 32768^2, 4 GPUs / 1", std::nullopt, 0.0, true, "report",
-                    "not implemented: a split matrix is gathered"});
+    rows.push_back({"(4) cusolverMg solve " + std::to_string(o.mg) + "^2, " + p.all_label + " / 1", mg_scaling, 0.0,
+                    true, "report",
+                    !gpu ? "GPU only" : G < 2 ? "only 1 GPU" : !detail::solver::multi_gpu_available() ? "no cusolverMg" : ""});
     std::printf("\n== summary: medians of %d ==\n", o.reps);
     tb::print_summary(rows, gpu, 50, 10, 12);
     if (errors) std::printf("\n%d error(s) above\n", errors);
