@@ -16,7 +16,9 @@ bool solve_in_place_over_gpus(const Layout<T, N>& a) {
     return false;
   } else {
     if (a.replicated || a.shard_dim != 1 || a.parts.size() < 2 || a.parts.size() > max_mg_devices) return false;
-    if (!solver::multi_gpu_available() || a.shape[0] == 0) return false;
+    // A matrix narrower than two columns per GPU gains nothing from the split, and every GPU must
+    // hold at least one tile: such a matrix is gathered instead.
+    if (!solver::multi_gpu_available() || a.shape[0] < 2 * static_cast<index_t>(a.parts.size())) return false;
     for (const auto& p : a.parts)
       if (p.device.is_host() || rt::is_remote(p.device.id())) return false;
     return true;
@@ -32,8 +34,8 @@ std::shared_ptr<const Layout<T, NB>> solve_over_gpus(const Layout<T, 2>& a, cons
   const index_t n = a.shape[0], nrhs = NB == 2 ? bshape[NB - 1] : 1;
   const int G = static_cast<int>(a.parts.size());
   // Tiles of 256 columns (cusolverMg's examples) spread the LU's trailing updates over every GPU;
-  // a small matrix takes narrower ones so that each GPU still holds some.
-  const index_t tile = std::max<index_t>(1, std::min<index_t>(256, (n + G - 1) / G));
+  // a small matrix takes narrower ones (n / G, at least 2) so that each GPU holds at least one.
+  const index_t tile = std::min<index_t>(256, n / G);
   const index_t blocks = (n + tile - 1) / tile;
   Layout<T, 2> tiles;
   tiles.shape = a.shape;
