@@ -223,7 +223,7 @@ TEST_CASE("errors: a singular matrix and a non-positive-definite one throw linal
   }
 }
 
-TEST_CASE("solve and inv of a matrix split by columns: cusolverMg across the GPUs, gathered on host devices") {
+TEST_CASE("solve, inv and cholesky of a matrix split by columns: cusolverMg across the GPUs, gathered on host devices") {
   for (const auto& ds : multi_device_sets()) {
     for (index_t n : {index_t(1), index_t(2), index_t(37), index_t(300), index_t(513)}) {
       INFO(set_name(ds) << ", n = " << n);
@@ -239,7 +239,29 @@ TEST_CASE("solve and inv of a matrix split by columns: cusolverMg across the GPU
       CHECK(rel_diff(product(a, Mat{n, 1, get_vec(x)}), Mat{n, 1, bv}) < tol<double>(n));
       if (n <= 300) CHECK(rel_diff(product(get_mat(inv(A)), a), identity(n)) < tol<double>(n));
       CHECK(to_host(A) == before);
+      // cholesky: on GPUs through cusolverMg, L keeping A's column blocks.
+      const Mat p = spd(n);
+      const Mat l = get_mat(cholesky(put_mat<double>(p, shard(1, ds))));
+      for (index_t j = 0; j < n; ++j)
+        for (index_t i = 0; i < j; ++i) CHECK(l(i, j) == 0.0);
+      CHECK(rel_diff(product(l, transposed(l)), p) < tol<double>(n));
     }
+    const Mat np = [] {  // positive definite but for its 6th leading minor
+      Mat m = identity(8);
+      m(5, 5) = -1.0;
+      return m;
+    }();
+    auto NP = put_mat<double>(np, shard(1, ds));
+    bool thrown = false;
+    try {
+      (void)cholesky(NP);
+    } catch (const linalg_error& e) {
+      thrown = true;
+      INFO(e.what());
+      CHECK(e.index == 5);
+      CHECK(std::string(e.what()).find("leading minor of order 6") != std::string::npos);
+    }
+    CHECK(thrown);
     // A singular matrix split by columns: the zero pivot is named, A is intact.
     const Mat s{3, 3, {1, 2, 3, 0, 1, 4, 2, 4, 6}};
     auto S = put_mat<float>(s, shard(1, ds));

@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: Apache-2.0
-// The multi-GPU solve (MgSolveTask, solver.hpp): cusolverMg's getrf + getrs over the GPUs of one
-// process, A in 1-D block-cyclic columns. cusolverMg runs on streams of its own and returns when
+// The multi-GPU solve (MgSolveTask, solver.hpp): cusolverMg's getrf + getrs, or potrf, over the
+// GPUs of one process, A in 1-D block-cyclic columns. cusolverMg runs on streams of its own and returns when
 // its work is done, so this executor waits for Tessera's streams of those devices before the call
 // (the tiles were copied there) and for the devices after it.
 #include <backend/runtime/runtime.hpp>
@@ -131,12 +131,17 @@ void run(const MgSolveTask& t, int device, int shard) {
   // at their own A tiles, which cusolverMg does not read for B.
   std::vector<void*> b(a);
   std::int64_t lwork_f = 0, lwork_s = 0;
-  check_mg(cusolverMgGetrf_bufferSize(h, n, n, a.data(), 1, 1, d.a, ipiv.data(), dt, &lwork_f),
-           "cusolverMgGetrf_bufferSize", t);
-  b[0] = t.x;
-  check_mg(cusolverMgGetrs_bufferSize(h, CUBLAS_OP_N, n, 1, a.data(), 1, 1, d.a, ipiv.data(), b.data(), 1, 1, d.b, dt,
-                                      &lwork_s),
-           "cusolverMgGetrs_bufferSize", t);
+  if (t.cholesky) {
+    check_mg(cusolverMgPotrf_bufferSize(h, CUBLAS_FILL_MODE_LOWER, n, a.data(), 1, 1, d.a, dt, &lwork_f),
+             "cusolverMgPotrf_bufferSize", t);
+  } else {
+    check_mg(cusolverMgGetrf_bufferSize(h, n, n, a.data(), 1, 1, d.a, ipiv.data(), dt, &lwork_f),
+             "cusolverMgGetrf_bufferSize", t);
+    b[0] = t.x;
+    check_mg(cusolverMgGetrs_bufferSize(h, CUBLAS_OP_N, n, 1, a.data(), 1, 1, d.a, ipiv.data(), b.data(), 1, 1, d.b,
+                                        dt, &lwork_s),
+             "cusolverMgGetrs_bufferSize", t);
+  }
   mg_workspace work;
   work.bytes = static_cast<std::size_t>(std::max<std::int64_t>({lwork_f, lwork_s, 1})) * elem;
   for (int g = 0; g < G; ++g) {
@@ -147,14 +152,20 @@ void run(const MgSolveTask& t, int device, int shard) {
   for (int g = 0; g < G; ++g) rt::synchronize_device(t.devices[g]);
   const std::int64_t lwork = static_cast<std::int64_t>(work.bytes / elem);
   int info = 0;
-  check_mg(cusolverMgGetrf(h, n, n, a.data(), 1, 1, d.a, ipiv.data(), dt, work.p.data(), lwork, &info),
-           "cusolverMgGetrf", t);
+  if (t.cholesky) {
+    check_mg(cusolverMgPotrf(h, CUBLAS_FILL_MODE_LOWER, n, a.data(), 1, 1, d.a, dt, work.p.data(), lwork, &info),
+             "cusolverMgPotrf", t);
+  } else {
+    check_mg(cusolverMgGetrf(h, n, n, a.data(), 1, 1, d.a, ipiv.data(), dt, work.p.data(), lwork, &info),
+             "cusolverMgGetrf", t);
+  }
   for (int g = 0; g < G; ++g) {
     rt::set_device(t.devices[g]);
-    rt::check_cuda(cudaDeviceSynchronize(), "cudaDeviceSynchronize (after cusolverMgGetrf)", t.devices[g]);
+    rt::check_cuda(cudaDeviceSynchronize(), "cudaDeviceSynchronize (after cusolverMg's factorization)", t.devices[g]);
   }
   *t.info = info;
-  if (info != 0) return;  // the planner names a zero pivot; a negative info is named below
+  // The planner names a zero pivot or a minor that is not positive definite, and a rejected argument.
+  if (info != 0 || t.cholesky) return;
   for (std::int64_t j = 0; j < t.nrhs; ++j) {
     b[0] = static_cast<char*>(t.x) + static_cast<std::size_t>(j) * static_cast<std::size_t>(t.n) * elem;
     int sinfo = 0;

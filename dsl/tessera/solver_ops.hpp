@@ -25,36 +25,44 @@ bool solve_in_place_over_gpus(const Layout<T, N>& a) {
   }
 }
 
-// solve(A, B) with A's columns over GPUs: A's column blocks are copied into cusolverMg's 1-D
-// block-cyclic tiles (block b on device b % G), B into X on A's first device, and one
-// MgSolveTask runs getrf + getrs across the devices. X lies on A's first device.
-template <class T, int NB>
-std::shared_ptr<const Layout<T, NB>> solve_over_gpus(const Layout<T, 2>& a, const std::shared_ptr<const Layout<T, NB>>& pb,
-                                                     const Shape<NB>& bshape, const char* what, bool eye) {
-  const index_t n = a.shape[0], nrhs = NB == 2 ? bshape[NB - 1] : 1;
+// A's column blocks copied into cusolverMg's 1-D block-cyclic tiles (block b on device b % G,
+// as that device's local block b / G), with pivots beside them: the task's `a` and `ipiv`, and
+// the buffers its job uses. `tiles` describes them as a layout (several parts per device).
+template <class T>
+struct mg_tiles {
+  Layout<T, 2> tiles;
+  MgSolveTask task{};
+  std::vector<std::shared_ptr<rt::buffer>> buffers;
+};
+
+template <class T>
+mg_tiles<T> copy_to_tiles(const Layout<T, 2>& a) {
+  const index_t n = a.shape[0];
   const int G = static_cast<int>(a.parts.size());
   // Tiles of 256 columns (cusolverMg's examples) spread the LU's trailing updates over every GPU;
   // a small matrix takes narrower ones (n / G, at least 2) so that each GPU holds at least one.
   const index_t tile = std::min<index_t>(256, n / G);
   const index_t blocks = (n + tile - 1) / tile;
-  Layout<T, 2> tiles;
-  tiles.shape = a.shape;
-  tiles.shard_dim = 1;
-  tiles.mem = memory::device;
-  MgSolveTask t{};
+  mg_tiles<T> m;
+  m.tiles.shape = a.shape;
+  m.tiles.shard_dim = 1;
+  m.tiles.mem = memory::device;
+  MgSolveTask& t = m.task;
   t.type = solver_type<T>();
-  t.n = n, t.nrhs = nrhs, t.tile = tile, t.count = G;
-  std::vector<std::shared_ptr<rt::buffer>> local(static_cast<std::size_t>(G)), piv(static_cast<std::size_t>(G));
+  t.n = n, t.tile = tile, t.count = G;
+  std::vector<std::shared_ptr<rt::buffer>> local(static_cast<std::size_t>(G));
   for (int g = 0; g < G; ++g) {
     const Device d = a.parts[static_cast<std::size_t>(g)].device;
-    const index_t mine = g < blocks ? (blocks - g + G - 1) / G : 0;  // column blocks on device g
-    const index_t cols = std::max<index_t>(mine * tile, 1);
+    const index_t cols = ((blocks - g + G - 1) / G) * tile;  // every device holds a block
     rt::check_free(d.id(), static_cast<std::size_t>(n * cols) * sizeof(T));
-    local[static_cast<std::size_t>(g)] = std::make_shared<rt::buffer>(d.id(), static_cast<std::size_t>(n * cols) * sizeof(T), memory::device);
-    piv[static_cast<std::size_t>(g)] = std::make_shared<rt::buffer>(d.id(), static_cast<std::size_t>(cols) * sizeof(std::int32_t), memory::device);
+    local[static_cast<std::size_t>(g)] =
+        std::make_shared<rt::buffer>(d.id(), static_cast<std::size_t>(n * cols) * sizeof(T), memory::device);
+    auto piv = std::make_shared<rt::buffer>(d.id(), static_cast<std::size_t>(cols) * sizeof(std::int32_t), memory::device);
     t.devices[g] = d.id();
     t.a[g] = local[static_cast<std::size_t>(g)]->ptr;
-    t.ipiv[g] = static_cast<std::int32_t*>(piv[static_cast<std::size_t>(g)]->ptr);
+    t.ipiv[g] = static_cast<std::int32_t*>(piv->ptr);
+    m.buffers.push_back(local[static_cast<std::size_t>(g)]);
+    m.buffers.push_back(std::move(piv));
   }
   for (index_t b = 0; b < blocks; ++b) {
     const auto g = static_cast<std::size_t>(b % G);
@@ -65,9 +73,37 @@ std::shared_ptr<const Layout<T, NB>> solve_over_gpus(const Layout<T, 2>& a, cons
     q.extent = {n, std::min(tile, n - b * tile)};
     q.stride = {1, n};
     q.origin = {0, b * tile};
-    tiles.parts.push_back(std::move(q));
+    m.tiles.parts.push_back(std::move(q));
   }
-  copy_into(tiles, a);
+  copy_into(m.tiles, a);
+  return m;
+}
+
+// Runs the task on A's first device (cusolverMg drives the others) and returns getrf's or
+// potrf's info; a negative one (a rejected argument) throws.
+template <class T>
+int run_over_gpus(mg_tiles<T>& m, const Layout<T, 2>& a, rt::buffer* x, const char* what) {
+  int info = 0;
+  m.task.info = &info;
+  std::vector<Job<MgSolveTask>> jobs{{.task = m.task, .device = a.parts[0].device, .shard = 0, .n = a.shape[0] * a.shape[0]}};
+  for (auto& b : m.buffers) jobs[0].uses.add(b.get());
+  if (x != nullptr) jobs[0].uses.add(x);
+  execute(jobs);
+  if (info < 0) {
+    throw backend_error("tessera: cusolverMg's factorization rejected its argument " + std::to_string(-info) + " in " +
+                        what);
+  }
+  return info;
+}
+
+// solve(A, B) with A's columns over GPUs: A into the tiles, B into X on A's first device, then one
+// MgSolveTask (getrf + getrs across the devices). X lies on A's first device.
+template <class T, int NB>
+std::shared_ptr<const Layout<T, NB>> solve_over_gpus(const Layout<T, 2>& a, const std::shared_ptr<const Layout<T, NB>>& pb,
+                                                     const Shape<NB>& bshape, const char* what, bool eye) {
+  const index_t n = a.shape[0];
+  auto m = copy_to_tiles<T>(a);
+  m.task.nrhs = NB == 2 ? bshape[NB - 1] : 1;
   Geometry<NB> g = geometry_from_placement<NB>(bshape, on(a.parts[0].device));
   auto x = std::make_shared<const Layout<T, NB>>(allocate_layout<T, NB>(g, a.mem));
   if constexpr (NB == 2) {
@@ -76,19 +112,8 @@ std::shared_ptr<const Layout<T, NB>> solve_over_gpus(const Layout<T, 2>& a, cons
   } else {
     copy_into(*x, *pb);
   }
-  int info = 0;
-  t.x = x->parts[0].ptr;
-  t.info = &info;
-  std::vector<Job<MgSolveTask>> jobs{{.task = t, .device = a.parts[0].device, .shard = 0, .n = n * n}};
-  for (int k = 0; k < G; ++k) {
-    jobs[0].uses.add(local[static_cast<std::size_t>(k)].get());
-    jobs[0].uses.add(piv[static_cast<std::size_t>(k)].get());
-  }
-  jobs[0].uses.add(x->parts[0].buf.get());
-  execute(jobs);
-  if (info < 0) {
-    throw backend_error("tessera: cusolverMgGetrf rejected its argument " + std::to_string(-info) + " in " + what);
-  }
+  m.task.x = x->parts[0].ptr;
+  const int info = run_over_gpus<T>(m, a, x->parts[0].buf.get(), what);
   throw_if_singular<T, 2>(what, a, std::vector<std::int32_t>{info});
   return x;
 }
@@ -256,6 +281,38 @@ std::pair<Array<T, 1>, index_t> pseudo_reciprocal(const Array<T, 1>& s, T rcond)
   return {std::move(inv_s), rank};
 }
 
+template <class T, int N>
+[[noreturn]] void throw_not_positive_definite(const Layout<T, N>& a, std::int64_t b, int code) {
+  throw linalg_error("tessera::linalg_error: cholesky(A) with " + matrix_name("A", a) + ": A" + which_matrix<T, N>(b) +
+                         " is not positive definite: its leading minor of order " + std::to_string(code) +
+                         " is not (pivot " + std::to_string(code - 1) + ", 0-based); nothing was written",
+                     code - 1, b);
+}
+
+template <class T, int N>
+void zero_upper(const std::shared_ptr<const Layout<T, N>>& l) {
+  const index_t n = l->shape[0];
+  if (n == 0) return;
+  assign_node(*l, Broadcasted<fn::keep_triangle<T>, ArrayLeaf<T, N>, IndexLeaf<N>>{
+                      {n, n, true}, {ArrayLeaf<T, N>{l}, IndexLeaf<N>{l->shape}}},
+              par);
+}
+
+// cholesky(A) with A's columns over GPUs: potrf on the tiles (cusolverMg), then the factor copied
+// back into A's column blocks: L has A's placement.
+template <class T>
+Array<T, 2> cholesky_over_gpus(const Layout<T, 2>& a) {
+  auto m = copy_to_tiles<T>(a);
+  m.task.cholesky = true;
+  if (const int info = run_over_gpus<T>(m, a, nullptr, "cholesky(A)"); info > 0) {
+    throw_not_positive_definite<T, 2>(a, 0, info);
+  }
+  auto out = std::make_shared<const Layout<T, 2>>(allocate_layout<T, 2>(geometry_of(a), a.mem));
+  copy_into(*out, m.tiles);
+  zero_upper<T, 2>(out);
+  return Array<T, 2>(out);
+}
+
 }  // namespace detail
 
 /// solve(A, B): X with A X = B (NumPy's linalg.solve, Julia's A \ B) by LU with partial pivoting.
@@ -319,21 +376,14 @@ auto cholesky(const A& a) {
   const auto& l = a.layout();
   detail::require_square("cholesky(A)", l);
   const index_t n = l.shape[0];
+  if constexpr (N == 2) {
+    if (detail::solve_in_place_over_gpus(l)) return detail::cholesky_over_gpus<T>(l);
+  }
   auto w = detail::working_copy<T, N>(a.layout_ptr(), "cholesky(A)");
   const auto info = detail::run_solver<T, N>(*w, detail::solver::kind::potrf, n, n, [](auto&, std::size_t) {});
-  if (const auto [b, code] = detail::first_failure(info); b >= 0) {
-    throw linalg_error("tessera::linalg_error: cholesky(A) with " + detail::matrix_name("A", l) + ": A" +
-                           detail::which_matrix<T, N>(b) + " is not positive definite: its leading minor of order " +
-                           std::to_string(code) + " is not (pivot " + std::to_string(code - 1) +
-                           ", 0-based); nothing was written",
-                       code - 1, b);
-  }
+  if (const auto [b, code] = detail::first_failure(info); b >= 0) detail::throw_not_positive_definite<T, N>(l, b, code);
   // potrf leaves the strict upper triangle as it was: zero it, in place.
-  if (n > 0) {
-    detail::assign_node(*w, detail::Broadcasted<detail::fn::keep_triangle<T>, detail::ArrayLeaf<T, N>, detail::IndexLeaf<N>>{
-                                {n, n, true}, {detail::ArrayLeaf<T, N>{w}, detail::IndexLeaf<N>{w->shape}}},
-                        par);
-  }
+  detail::zero_upper<T, N>(w);
   return Array<T, N>(w);
 }
 

@@ -58,12 +58,13 @@ namespace tessera::detail {
 // The most GPUs one multi-GPU solve spans (the task is a kernel-free aggregate of fixed size).
 inline constexpr int max_mg_devices = 16;
 
-// One solve A X = B with A's columns spread over several GPUs of this process (cusolverMg): A is
-// n x n in 1-D block-cyclic columns of `tile` (column block b on devices[b % count], as its local
-// block b / count), X (B on entry) n x nrhs on devices[0]. One job on devices[0] runs it; the
-// library works on every device itself and returns when done.
+// One solve A X = B, or one Cholesky factorization, with A's columns spread over several GPUs of
+// this process (cusolverMg): A is n x n in 1-D block-cyclic columns of `tile` (column block b on
+// devices[b % count], as its local block b / count), X (B on entry) n x nrhs on devices[0]. One
+// job on devices[0] runs it; the library works on every device itself and returns when done.
 struct MgSolveTask {
   static constexpr bool in_library = true;
+  bool cholesky;  // potrf (lower) in place of the tiles; otherwise getrf + getrs
   solver::dtype type;
   std::int64_t n, nrhs, tile;
   int count;
