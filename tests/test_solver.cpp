@@ -6,6 +6,7 @@
 // stacks of matrices.
 #include "solver_support.hpp"
 
+#include <algorithm>
 #include <cmath>
 #include <string>
 #include <vector>
@@ -223,7 +224,7 @@ TEST_CASE("errors: a singular matrix and a non-positive-definite one throw linal
   }
 }
 
-TEST_CASE("solve, inv and cholesky of a matrix split by columns: cusolverMg across the GPUs, gathered on host devices") {
+TEST_CASE("solve, inv, cholesky and eigh of a matrix split by columns: cusolverMg across the GPUs, gathered on host devices") {
   for (const auto& ds : multi_device_sets()) {
     for (index_t n : {index_t(1), index_t(2), index_t(37), index_t(300), index_t(513)}) {
       INFO(set_name(ds) << ", n = " << n);
@@ -245,6 +246,19 @@ TEST_CASE("solve, inv and cholesky of a matrix split by columns: cusolverMg acro
       for (index_t j = 0; j < n; ++j)
         for (index_t i = 0; i < j; ++i) CHECK(l(i, j) == 0.0);
       CHECK(rel_diff(product(l, transposed(l)), p) < tol<double>(n));
+      // eigh: on GPUs through cusolverMg, V keeping A's column blocks.
+      const Mat sym = symmetric(n);
+      auto [w, V] = eigh(put_mat<double>(sym, shard(1, ds)));
+      const auto wv = get_vec(w);
+      const Mat v = get_mat(V);
+      CHECK(std::is_sorted(wv.begin(), wv.end()));
+      Mat vw = v;
+      for (index_t j = 0; j < n; ++j)
+        for (index_t i = 0; i < n; ++i) vw(i, j) *= wv[static_cast<std::size_t>(j)];
+      CHECK(rel_diff(product(sym, v), vw) < tol<double>(n) * 10);
+      CHECK(rel_diff(product(transposed(v), v), identity(n)) < tol<double>(n) * 10);
+      const auto w2 = get_vec(eigvalsh(put_mat<double>(sym, shard(1, ds))));
+      check_all_close(w2, wv, 1e-9, 1e-9);
     }
     const Mat np = [] {  // positive definite but for its 6th leading minor
       Mat m = identity(8);

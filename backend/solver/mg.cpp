@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: Apache-2.0
-// The multi-GPU solve (MgSolveTask, solver.hpp): cusolverMg's getrf + getrs, or potrf, over the
-// GPUs of one process, A in 1-D block-cyclic columns. cusolverMg runs on streams of its own and returns when
+// The multi-GPU solvers (MgSolveTask, solver.hpp): cusolverMg's getrf + getrs, potrf or syevd over
+// the GPUs of one process, A in 1-D block-cyclic columns. cusolverMg runs on streams of its own and returns when
 // its work is done, so this executor waits for Tessera's streams of those devices before the call
 // (the tiles were copied there) and for the devices after it.
 #include <backend/runtime/runtime.hpp>
@@ -131,9 +131,13 @@ void run(const MgSolveTask& t, int device, int shard) {
   // at their own A tiles, which cusolverMg does not read for B.
   std::vector<void*> b(a);
   std::int64_t lwork_f = 0, lwork_s = 0;
-  if (t.cholesky) {
+  const auto jobz = t.vectors ? CUSOLVER_EIG_MODE_VECTOR : CUSOLVER_EIG_MODE_NOVECTOR;
+  if (t.kind == mg_kind::cholesky) {
     check_mg(cusolverMgPotrf_bufferSize(h, CUBLAS_FILL_MODE_LOWER, n, a.data(), 1, 1, d.a, dt, &lwork_f),
              "cusolverMgPotrf_bufferSize", t);
+  } else if (t.kind == mg_kind::eigh) {
+    check_mg(cusolverMgSyevd_bufferSize(h, jobz, CUBLAS_FILL_MODE_LOWER, n, a.data(), 1, 1, d.a, t.w, dt, dt, &lwork_f),
+             "cusolverMgSyevd_bufferSize", t);
   } else {
     check_mg(cusolverMgGetrf_bufferSize(h, n, n, a.data(), 1, 1, d.a, ipiv.data(), dt, &lwork_f),
              "cusolverMgGetrf_bufferSize", t);
@@ -152,9 +156,14 @@ void run(const MgSolveTask& t, int device, int shard) {
   for (int g = 0; g < G; ++g) rt::synchronize_device(t.devices[g]);
   const std::int64_t lwork = static_cast<std::int64_t>(work.bytes / elem);
   int info = 0;
-  if (t.cholesky) {
+  if (t.kind == mg_kind::cholesky) {
     check_mg(cusolverMgPotrf(h, CUBLAS_FILL_MODE_LOWER, n, a.data(), 1, 1, d.a, dt, work.p.data(), lwork, &info),
              "cusolverMgPotrf", t);
+  } else if (t.kind == mg_kind::eigh) {
+    // W is host memory (cusolverMg returns the eigenvalues to the host).
+    check_mg(cusolverMgSyevd(h, jobz, CUBLAS_FILL_MODE_LOWER, n, a.data(), 1, 1, d.a, t.w, dt, dt, work.p.data(), lwork,
+                             &info),
+             "cusolverMgSyevd", t);
   } else {
     check_mg(cusolverMgGetrf(h, n, n, a.data(), 1, 1, d.a, ipiv.data(), dt, work.p.data(), lwork, &info),
              "cusolverMgGetrf", t);
@@ -165,7 +174,7 @@ void run(const MgSolveTask& t, int device, int shard) {
   }
   *t.info = info;
   // The planner names a zero pivot or a minor that is not positive definite, and a rejected argument.
-  if (info != 0 || t.cholesky) return;
+  if (info != 0 || t.kind != mg_kind::solve) return;
   for (std::int64_t j = 0; j < t.nrhs; ++j) {
     b[0] = static_cast<char*>(t.x) + static_cast<std::size_t>(j) * static_cast<std::size_t>(t.n) * elem;
     int sinfo = 0;

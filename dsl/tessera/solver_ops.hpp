@@ -103,6 +103,7 @@ std::shared_ptr<const Layout<T, NB>> solve_over_gpus(const Layout<T, 2>& a, cons
                                                      const Shape<NB>& bshape, const char* what, bool eye) {
   const index_t n = a.shape[0];
   auto m = copy_to_tiles<T>(a);
+  m.task.kind = mg_kind::solve;
   m.task.nrhs = NB == 2 ? bshape[NB - 1] : 1;
   Geometry<NB> g = geometry_from_placement<NB>(bshape, on(a.parts[0].device));
   auto x = std::make_shared<const Layout<T, NB>>(allocate_layout<T, NB>(g, a.mem));
@@ -247,11 +248,17 @@ svd_result<T, N> svd_layouts(const std::shared_ptr<const Layout<T, N>>& pa, bool
   return {Array<T, N>(transposed_copy<T, N>(*vt)), Array<T, N - 1>(s), Array<T, N>(transposed_copy<T, N>(*u))};
 }
 
+template <class T>
+eigh_result<T, 2> eigh_over_gpus(const Layout<T, 2>& a, bool vectors, const char* what);
+
 template <class T, int N>
 eigh_result<T, N> eigh_layouts(const std::shared_ptr<const Layout<T, N>>& pa, bool vectors, const char* what) {
   const Layout<T, N>& a = *pa;
   require_square(what, a);
   const index_t n = a.shape[0];
+  if constexpr (N == 2) {
+    if (solve_in_place_over_gpus(a)) return eigh_over_gpus<T>(a, vectors, what);
+  }
   auto w = working_copy<T, N>(pa, what);
   auto vals = allocate_beside<T, N - 1>(*w, vector_shape<N>(n, batch_of(a)));
   const auto info = run_solver<T, N>(*w, solver::kind::syevd, n, n, [&](Job<SolverTask>& j, std::size_t s) {
@@ -303,7 +310,7 @@ void zero_upper(const std::shared_ptr<const Layout<T, N>>& l) {
 template <class T>
 Array<T, 2> cholesky_over_gpus(const Layout<T, 2>& a) {
   auto m = copy_to_tiles<T>(a);
-  m.task.cholesky = true;
+  m.task.kind = mg_kind::cholesky;
   if (const int info = run_over_gpus<T>(m, a, nullptr, "cholesky(A)"); info > 0) {
     throw_not_positive_definite<T, 2>(a, 0, info);
   }
@@ -311,6 +318,24 @@ Array<T, 2> cholesky_over_gpus(const Layout<T, 2>& a) {
   copy_into(*out, m.tiles);
   zero_upper<T, 2>(out);
   return Array<T, 2>(out);
+}
+
+// eigh(A) with A's columns over GPUs: syevd on the tiles (cusolverMg); V copied back into A's
+// column blocks (A's placement), w replicated over A's devices.
+template <class T>
+eigh_result<T, 2> eigh_over_gpus(const Layout<T, 2>& a, bool vectors, const char* what) {
+  const index_t n = a.shape[0];
+  auto m = copy_to_tiles<T>(a);
+  m.task.kind = mg_kind::eigh;
+  m.task.vectors = vectors;
+  std::vector<T> w(static_cast<std::size_t>(n));
+  m.task.w = w.data();
+  if (run_over_gpus<T>(m, a, nullptr, what) > 0) throw_if_unconverged<T, 2>(what, a, std::vector<std::int32_t>{1});
+  Array<T, 1> vals = from_host(w, {n}, replicate(a.devices()), a.mem);
+  if (!vectors) return {std::move(vals), Array<T, 2>()};
+  auto out = std::make_shared<const Layout<T, 2>>(allocate_layout<T, 2>(geometry_of(a), a.mem));
+  copy_into(*out, m.tiles);
+  return {std::move(vals), Array<T, 2>(out)};
 }
 
 }  // namespace detail

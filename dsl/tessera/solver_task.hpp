@@ -58,13 +58,17 @@ namespace tessera::detail {
 // The most GPUs one multi-GPU solve spans (the task is a kernel-free aggregate of fixed size).
 inline constexpr int max_mg_devices = 16;
 
-// One solve A X = B, or one Cholesky factorization, with A's columns spread over several GPUs of
-// this process (cusolverMg): A is n x n in 1-D block-cyclic columns of `tile` (column block b on
+// What a multi-GPU task runs (cusolverMg).
+enum class mg_kind { solve, cholesky, eigh };
+
+// One solve A X = B, one Cholesky factorization or one symmetric eigensolve, with A's columns
+// spread over several GPUs of this process (cusolverMg): A is n x n in 1-D block-cyclic columns of `tile` (column block b on
 // devices[b % count], as its local block b / count), X (B on entry) n x nrhs on devices[0]. One
 // job on devices[0] runs it; the library works on every device itself and returns when done.
 struct MgSolveTask {
   static constexpr bool in_library = true;
-  bool cholesky;  // potrf (lower) in place of the tiles; otherwise getrf + getrs
+  mg_kind kind;  // solve: getrf + getrs; cholesky: potrf (lower) in place; eigh: syevd (lower)
+  bool vectors;  // eigh: V in place of the tiles too
   solver::dtype type;
   std::int64_t n, nrhs, tile;
   int count;
@@ -72,6 +76,7 @@ struct MgSolveTask {
   void* a[max_mg_devices];                // each device's tiles, one after another, leading dimension n
   std::int32_t* ipiv[max_mg_devices];     // each device's pivots, one per local column
   void* x;                                // leading dimension n
+  void* w;                                // eigh: host memory, the n eigenvalues ascending
   int* info;                              // host memory: getrf's info, set when the task returns
 };
 
