@@ -3,7 +3,7 @@
 # The GPU machine's full check, in one call: the README's test command (all GPUs), the GPU tests
 # again with CUDA_VISIBLE_DEVICES=0 and some with the memory cache off, the demo, bench/elementwise,
 # bench/reduce and bench/stencil. `multi`, for a machine of several GPUs: the GPU tests only
-# (mpirun runs included), the examples, bench/stencil, bench/linalg and the N processes x 1 GPU
+# (mpirun runs included), the examples, bench/stencil, bench/linalg, bench/solver and the N processes x 1 GPU
 # against 1 process x N GPUs comparison (scripts/bench_distributed.sh). `suite`: the whole build,
 # every gpu-labelled test on all GPUs (mpirun runs with up to 4 ranks, stress and soak included),
 # the examples and a rank killed during an allreduce, a halo exchange and a host read on GPUs.
@@ -47,7 +47,7 @@ if [ "$what" = multi ]; then
   source "$ROOT/scripts/common.sh"
   set +e  # common.sh sets -e: report every failure below instead of stopping at the first
   configure > "$OUT/configure.log" 2>&1 || { tail -n 30 "$OUT/configure.log"; exit 1; }
-  cmake --build "$BUILD_DIR" --target tessera_tests tessera_examples bench_stencil bench_linalg bench_distributed \
+  cmake --build "$BUILD_DIR" --target tessera_tests tessera_examples bench_stencil bench_linalg bench_solver bench_distributed \
     -j "$(nproc)" > "$OUT/build.log" 2>&1 || { grep -E "error" "$OUT/build.log" | head -20; exit 1; }
   # The benchmarks first: they are the shortest part and hold the targets.
   "$BUILD_DIR/bench_stencil" 2>&1 | tee "$OUT/bench_stencil.log" | tail -n 17
@@ -55,7 +55,7 @@ if [ "$what" = multi ]; then
   echo "== GPU tests on $gpus GPUs (mpirun runs included)"
   ctest --test-dir "$BUILD_DIR" -L gpu --output-on-failure -j 8 2>&1 | tee "$OUT/test_gpus.log" | tail -n 25
   [ "${PIPESTATUS[0]}" = 0 ] || status=1
-  for e in jacobi game_of_life multi_gpu; do
+  for e in jacobi game_of_life multi_gpu least_squares; do
     "$BUILD_DIR/$e" > "$OUT/$e.log" 2>&1 || { status=1; echo "$e FAILED"; }
     tail -n 2 "$OUT/$e.log"
   done
@@ -63,6 +63,7 @@ if [ "$what" = multi ]; then
   mpirun -np "$gpus" -x NCCL_NVLS_ENABLE "$BUILD_DIR/distributed" 2>&1 | tee "$OUT/distributed.log" | tail -n 12
   [ "${PIPESTATUS[0]}" = 0 ] || status=1
   "$BUILD_DIR/bench_linalg" --reps 5 2>&1 | tee "$OUT/bench_linalg.log" | tail -n 8
+  "$BUILD_DIR/bench_solver" --reps 3 2>&1 | tee "$OUT/bench_solver.log" | tail -n 8
 fi
 if [ "$what" = suite ]; then
   gpus=$(nvidia-smi -L | grep -c '^GPU ')
