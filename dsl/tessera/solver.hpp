@@ -136,8 +136,8 @@ void require_square(const char* what, const Layout<T, N>& l) {
 
 // `src` when each of its parts holds whole matrices (on one device, replicated, or a stack split
 // along its last dim); a 2-d matrix split along rows or columns is gathered on its first device
-// (the documented fallback until the solvers run across GPUs); a stack split along a matrix
-// dim is refused.
+// (the solvers that cusolverMg offers have taken a column split over GPUs before this point); a
+// stack split along a matrix dim is refused.
 template <class T, int N>
 std::shared_ptr<const Layout<T, N>> whole_matrices(const std::shared_ptr<const Layout<T, N>>& src, const char* what) {
   const Layout<T, N>& l = *src;
@@ -152,17 +152,22 @@ std::shared_ptr<const Layout<T, N>> whole_matrices(const std::shared_ptr<const L
   }
 }
 
-// The copy a factorization overwrites: contiguous, with the geometry of whole_matrices(src).
+// Every matrix of `l` transposed, into contiguous storage with the same devices.
+template <class T, int N>
+std::shared_ptr<const Layout<T, N>> transposed_copy(const Layout<T, N>& l) {
+  std::array<int, N> perm{};
+  for (int k = 0; k < N; ++k) perm[k] = k;
+  perm[0] = 1, perm[1] = 0;
+  return clone_layout<T, N>(*permuted<T, N>(l, perm));
+}
+
+// The copy a factorization overwrites: contiguous, with the geometry of whole_matrices(src), of
+// A or (`transposed`) of every matrix's transpose.
 template <class T, int N>
 std::shared_ptr<const Layout<T, N>> working_copy(const std::shared_ptr<const Layout<T, N>>& src, const char* what,
                                                  bool transposed = false) {
   auto whole = whole_matrices<T, N>(src, what);
-  if (transposed) {
-    std::array<int, N> perm{};
-    for (int k = 0; k < N; ++k) perm[k] = k;
-    perm[0] = 1, perm[1] = 0;
-    return clone_layout<T, N>(*permuted<T, N>(*whole, perm));
-  }
+  if (transposed) return transposed_copy<T, N>(*whole);
   return whole == src ? clone_layout<T, N>(*src) : whole;
 }
 
@@ -178,14 +183,6 @@ std::shared_ptr<const Layout<U, M>> allocate_beside(const Layout<T, N>& w, const
     g.boxes.push_back(b);
   }
   return std::make_shared<const Layout<U, M>>(allocate_layout<U, M>(g, w.mem));
-}
-
-template <class T, int N>
-std::shared_ptr<const Layout<T, N>> transposed_copy(const Layout<T, N>& l) {
-  std::array<int, N> perm{};
-  for (int k = 0; k < N; ++k) perm[k] = k;
-  perm[0] = 1, perm[1] = 0;
-  return clone_layout<T, N>(*permuted<T, N>(l, perm));
 }
 
 // One SolverTask per non-empty part of `w` (m x n matrices, `w`'s own), completed by
