@@ -191,6 +191,11 @@ void check_stacks(const DeviceSet& ds) {
   auto [U, Sv, Vt] = svd(A);
   auto [w, V] = eigh(S);
   auto [LU, piv] = lu(A);
+  const auto dets = to_host(det(A));
+  const auto sld = slogdet(A);
+  const auto signs = to_host(sld.sign), logs = to_host(sld.logabsdet), logdets = to_host(logdet(S));
+  CHECK(sld.sign.layout().shard_dim == 0);
+  REQUIRE(dets.size() == static_cast<std::size_t>(batch));
   CHECK(X.layout().shard_dim == 2);
   CHECK(x1.layout().shard_dim == 1);
   CHECK(w.layout().shard_dim == 1);
@@ -218,6 +223,11 @@ void check_stacks(const DeviceSet& ds) {
     const auto uk = get_mat(U(_, _, k)), vk = get_mat(Vt(_, _, k));
     CHECK(rel_diff(product(uk, diag_scale_rows(get_vec(Sv(_, k)), vk)), mats[static_cast<std::size_t>(k)]) < tol<T>(n));
     one(w(_, k), eigvalsh(Sk));
+    const auto kk = static_cast<std::size_t>(k);
+    CHECK(close(dets[kk], det(Ak), tol<T>(n), 0));
+    CHECK(static_cast<double>(signs[kk]) == static_cast<double>(slogdet(Ak).sign));
+    CHECK(close(logs[kk], slogdet(Ak).logabsdet, tol<T>(n), tol<T>(n)));
+    CHECK(close(logdets[kk], logdet(Sk), tol<T>(n), tol<T>(n)));
     const auto lk = lu(Ak);
     one(LU(_, _, k), lk.LU);
     one(piv(_, k), lk.piv);
@@ -254,7 +264,7 @@ TEST_CASE("lstsq against the normal equations; pinv's Penrose conditions; the ra
   }
 }
 
-TEST_CASE("stacks of matrices sharded along the last dim: each device solves its own, equal to one by one") {
+TEST_CASE("stacks of matrices sharded along the last dim: each device solves its own (det too), equal to one by one") {
   for (const auto& ds : device_sets()) {
     check_stacks<float>(ds);
     check_stacks<double>(ds);

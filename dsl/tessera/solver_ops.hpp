@@ -176,34 +176,43 @@ std::shared_ptr<const Layout<T, NB>> solve_layouts(const std::shared_ptr<const L
   return x;
 }
 
-// LU of the copy of a square matrix: {diagonal of U, LAPACK's pivots} read to the host.
-template <class T>
-std::pair<std::vector<T>, std::vector<std::int32_t>> lu_diagonal(const std::shared_ptr<const Layout<T, 2>>& pa,
-                                                                 const char* what) {
+// LU of the copy of every square matrix of A (one, or a stack): each matrix's {diagonal of U,
+// LAPACK's pivots}, read to the host.
+template <class T, int N>
+std::vector<std::pair<std::vector<T>, std::vector<std::int32_t>>> lu_diagonals(
+    const std::shared_ptr<const Layout<T, N>>& pa, const char* what) {
   require_square(what, *pa);
-  const index_t n = pa->shape[0];
-  if (n == 0) return {};
-  auto w = working_copy<T, 2>(pa, what);
-  auto piv = allocate_beside<std::int32_t, 1>(*w, Shape<1>{n});
+  const index_t n = pa->shape[0], batch = batch_of(*pa);
+  std::vector<std::pair<std::vector<T>, std::vector<std::int32_t>>> out(static_cast<std::size_t>(batch));
+  if (n == 0 || batch == 0) return out;
+  auto w = working_copy<T, N>(pa, what);
+  auto piv = allocate_beside<std::int32_t, N - 1>(*w, vector_shape<N>(n, batch));
   // An exactly singular matrix is no error here: det is 0 and logdet -inf.
-  run_solver<T, 2>(*w, solver::kind::getrf, n, n, [&](Job<SolverTask>& j, std::size_t s) {
+  run_solver<T, N>(*w, solver::kind::getrf, n, n, [&](Job<SolverTask>& j, std::size_t s) {
     j.task.ipiv = piv->parts[s].ptr, j.task.stride_piv = n;
     j.uses.add(piv->parts[s].buf.get());
   });
-  const auto& p = w->parts[0];  // every copy of a replicated matrix holds the same factors
-  std::vector<T> d(static_cast<std::size_t>(n));
-  rt::copy_to_host(p.device.id(), d.data(), sizeof(T), p.ptr, static_cast<std::size_t>(n + 1) * sizeof(T), sizeof(T),
-                   static_cast<std::size_t>(n));
-  std::vector<std::int32_t> pv(static_cast<std::size_t>(n));
-  rt::copy_to_host(p.device.id(), pv.data(), static_cast<std::size_t>(n) * sizeof(std::int32_t),
-                   piv->parts[0].ptr, static_cast<std::size_t>(n) * sizeof(std::int32_t),
-                   static_cast<std::size_t>(n) * sizeof(std::int32_t), 1);
-  return {std::move(d), std::move(pv)};
+  const std::size_t bytes = static_cast<std::size_t>(n) * sizeof(std::int32_t);
+  for (std::size_t s = 0; s < w->parts.size(); ++s) {
+    const auto& p = w->parts[s];
+    if (p.empty()) continue;
+    const index_t count = N == 3 ? p.extent[2] : 1, first = N == 3 ? p.origin[2] : 0;
+    for (index_t i = 0; i < count; ++i) {
+      auto& [d, pv] = out[static_cast<std::size_t>(first + i)];
+      d.resize(static_cast<std::size_t>(n));
+      pv.resize(static_cast<std::size_t>(n));
+      // The diagonal: n rows of one element, n + 1 elements apart.
+      rt::copy_to_host(p.device.id(), d.data(), sizeof(T), p.ptr + i * n * n, static_cast<std::size_t>(n + 1) * sizeof(T),
+                       sizeof(T), static_cast<std::size_t>(n));
+      rt::copy_to_host(p.device.id(), pv.data(), bytes, piv->parts[s].ptr + i * n, bytes, bytes, 1);
+    }
+    if (w->replicated) break;  // every copy of a replicated matrix holds the same factors
+  }
+  return out;
 }
 
 template <class T>
-slogdet_result<T> slogdet_layout(const std::shared_ptr<const Layout<T, 2>>& pa, const char* what) {
-  const auto [d, piv] = lu_diagonal<T>(pa, what);
+slogdet_result<T> slogdet_of(const std::vector<T>& d, const std::vector<std::int32_t>& piv) {
   double sign = 1.0, logabs = 0.0;
   for (std::size_t i = 0; i < d.size(); ++i) {
     if (piv[i] != static_cast<std::int32_t>(i + 1)) sign = -sign;
@@ -213,6 +222,52 @@ slogdet_result<T> slogdet_layout(const std::shared_ptr<const Layout<T, 2>>& pa, 
     logabs += std::log(std::fabs(v));
   }
   return {static_cast<T>(sign), static_cast<T>(logabs)};
+}
+
+template <class T>
+T det_of(const std::vector<T>& d, const std::vector<std::int32_t>& piv) {
+  double v = 1.0;
+  for (std::size_t i = 0; i < d.size(); ++i)
+    v *= piv[i] != static_cast<std::int32_t>(i + 1) ? -static_cast<double>(d[i]) : static_cast<double>(d[i]);
+  return static_cast<T>(v);
+}
+
+template <class T>
+T logdet_of(const std::vector<T>& d, const std::vector<std::int32_t>& piv) {
+  const auto r = slogdet_of<T>(d, piv);
+  return r.sign < 0 ? std::numeric_limits<T>::quiet_NaN() : r.logabsdet;
+}
+
+// One value per matrix of a stack, as a vector with the stack's devices and batch blocks.
+template <class T>
+Array<T, 1> per_matrix(const Layout<T, 3>& a, const std::vector<T>& v) {
+  auto out = allocate_beside<T, 1>(a, Shape<1>{static_cast<index_t>(v.size())});
+  for (const auto& p : out->parts) {
+    if (p.empty()) continue;
+    const std::size_t bytes = static_cast<std::size_t>(p.extent[0]) * sizeof(T);
+    rt::copy_from_host(p.device.id(), p.ptr, bytes, v.data() + p.origin[0], bytes, bytes, 1);
+  }
+  return Array<T, 1>(out);
+}
+
+// f(diagonal, pivots) of each matrix: a host scalar for one matrix, a vector for a stack.
+template <class T, int N, class F>
+auto per_matrix_lu(const std::shared_ptr<const Layout<T, N>>& pa, const char* what, F&& f) {
+  const auto lus = lu_diagonals<T, N>(pa, what);
+  if constexpr (N == 2) {
+    return f(lus[0].first, lus[0].second);
+  } else {
+    using R = decltype(f(lus[0].first, lus[0].second));
+    std::vector<R> v;
+    for (const auto& [d, piv] : lus) v.push_back(f(d, piv));
+    if constexpr (std::is_same_v<R, T>) {
+      return per_matrix<T>(*pa, v);
+    } else {
+      std::vector<T> sign, logabs;
+      for (const auto& r : v) sign.push_back(r.sign), logabs.push_back(r.logabsdet);
+      return slogdet_result<Array<T, 1>>{per_matrix<T>(*pa, sign), per_matrix<T>(*pa, logabs)};
+    }
+  }
 }
 
 template <class T, int N>
@@ -365,30 +420,34 @@ auto inv(const A& a) {
   return Array<T, N>(detail::solve_layouts<T, N, N>(a.layout_ptr(), nullptr, "inv(A)", true));
 }
 
-/// slogdet(A): {sign, log|det A|} (NumPy's slogdet, Julia's logabsdet), from A's LU.
-template <detail::matrix_array A>
+/// slogdet(A): {sign, log|det A|} (NumPy's slogdet, Julia's logabsdet), from A's LU: host scalars
+/// for a matrix, vectors (the stack's placement) for a stack.
+template <detail::solver_array A>
 auto slogdet(const A& a) {
-  return detail::slogdet_layout<detail::value_of<A>>(a.layout_ptr(), "slogdet(A)");
+  using T = detail::value_of<A>;
+  return detail::per_matrix_lu<T, std::remove_cvref_t<A>::rank>(a.layout_ptr(), "slogdet(A)", [](const auto& d, const auto& p) {
+    return detail::slogdet_of<T>(d, p);
+  });
 }
 
 /// det(A): the determinant of a square matrix, the product of U's diagonal with the pivots' sign;
-/// 0 for an exactly singular matrix, 1 for a 0 x 0 one.
-template <detail::matrix_array A>
+/// 0 for an exactly singular matrix, 1 for a 0 x 0 one. A host scalar, or a vector for a stack.
+template <detail::solver_array A>
 auto det(const A& a) {
   using T = detail::value_of<A>;
-  const auto [d, piv] = detail::lu_diagonal<T>(a.layout_ptr(), "det(A)");
-  double v = 1.0;
-  for (std::size_t i = 0; i < d.size(); ++i) v *= piv[i] != static_cast<std::int32_t>(i + 1) ? -double(d[i]) : double(d[i]);
-  return static_cast<T>(v);
+  return detail::per_matrix_lu<T, std::remove_cvref_t<A>::rank>(a.layout_ptr(), "det(A)", [](const auto& d, const auto& p) {
+    return detail::det_of<T>(d, p);
+  });
 }
 
 /// logdet(A): log(det A) (Julia's logdet): -inf for a singular matrix, NaN when det A < 0 (the
 /// log of a negative number; slogdet gives the sign and log|det A|).
-template <detail::matrix_array A>
+template <detail::solver_array A>
 auto logdet(const A& a) {
   using T = detail::value_of<A>;
-  const auto r = detail::slogdet_layout<T>(a.layout_ptr(), "logdet(A)");
-  return r.sign < 0 ? std::numeric_limits<T>::quiet_NaN() : r.logabsdet;
+  return detail::per_matrix_lu<T, std::remove_cvref_t<A>::rank>(a.layout_ptr(), "logdet(A)", [](const auto& d, const auto& p) {
+    return detail::logdet_of<T>(d, p);
+  });
 }
 
 /// cholesky(A): the lower triangular L with A = L L' (NumPy's linalg.cholesky) of a symmetric
