@@ -316,7 +316,9 @@ const gpu_plan& plan_for(const FftTask& t, int device) {
     }
   }
   gpu_plan p{0, 0, -1};
-  long long batch = 1, idist = 1, odist = 1;
+  // With one batch the distances are unused; give cuFFT the spans anyway.
+  long long batch = 1, idist = t.dims[0].is, odist = t.dims[0].os;
+  for (int i = 0; i < t.rank; ++i) idist *= inembed[i], odist *= onembed[i];
   for (int i = 0; i < t.loops; ++i)
     if (p.batch_loop < 0 || t.loop[i].n > t.loop[p.batch_loop].n) p.batch_loop = i;
   if (p.batch_loop >= 0) {

@@ -166,13 +166,15 @@ void transform_c2c(const Layout<complex<R>, N>& src, const Layout<complex<R>, N>
   using C = complex<R>;
   const int sd = split_dim(out);
   const Layout<C, N>* cur = &src;
+  // A length-1 transform is the identity: no pass (and no length-1 plan for the libraries).
+  auto local = [&](int k) { return mask[k] && k != sd && out.shape[k] > 1; };
   for (int k = 0; k < N;) {  // runs of consecutive dims whole in every part, three at most (cuFFT's rank)
-    if (!mask[k] || k == sd) {
+    if (!local(k)) {
       ++k;
       continue;
     }
     int e = k;
-    while (e + 1 < N && mask[e + 1] && e + 1 != sd && e + 1 - k < fft::max_rank) ++e;
+    while (e + 1 < N && local(e + 1) && e + 1 - k < fft::max_rank) ++e;
     fft_pass<R>(*cur, out, k, e, fft::kind::c2c, sign);
     cur = &out;
     k = e + 1;
@@ -248,7 +250,11 @@ auto r2c_array(const std::shared_ptr<const Layout<T, N>>& x, const std::array<bo
   auto src = contiguous_as<R, T, N>(x);
   const index_t h = x->shape[f] / 2 + 1;
   std::shared_ptr<const Layout<C, N>> out;
-  if (split_dim(*src) == f) {
+  if (x->shape[f] == 1) {
+    // Length 1: the transform is the value itself, as a complex number.
+    out = fft_storage<C, N>(geometry_of(*x), x->mem);
+    assign_node(*out, make_node(fn::cast_to<C>{}, ArrayLeaf<R, N>{src}), par);
+  } else if (split_dim(*src) == f) {
     // f is split over the devices: the real data moves to slabs along another dim first.
     auto tr = fft_storage<R, N>(geometry_from_placement<N>(src->shape, transpose_placement(*src, f)), memory::device);
     copy_into(*tr, *src);
@@ -294,7 +300,11 @@ auto c2r_array(const std::shared_ptr<const Layout<T, N>>& x, index_t n, const st
   Shape<N> out_shape = x->shape;
   out_shape[f] = n;
   std::shared_ptr<const Layout<R, N>> out;
-  if (split_dim(*work) == f) {
+  if (n == 1) {
+    // Length 1: the real part of the one (zero-frequency) value.
+    out = fft_storage<R, N>(geometry_of(*work), x->mem);
+    assign_node(*out, make_node(fn::real_part{}, ArrayLeaf<C, N>{work}), par);
+  } else if (split_dim(*work) == f) {
     auto tc = fft_storage<C, N>(geometry_from_placement<N>(work->shape, transpose_placement(*work, f)), memory::device);
     copy_into(*tc, *work);
     auto tr = fft_storage<R, N>(with_extent(geometry_of(*tc), f, n), memory::device);
