@@ -27,7 +27,7 @@
 namespace tessera::detail::fft {
 namespace {
 
-std::string describe(const FftTask& t) {
+[[maybe_unused]] std::string describe(const FftTask& t) {
   std::string s = t.kind == kind::c2c ? "C2C" : t.kind == kind::r2c ? "R2C" : "C2R";
   s += t.type == precision::f32 ? " float" : " double";
   s += " n = [";
@@ -39,7 +39,7 @@ std::string describe(const FftTask& t) {
 
 // The key of a cached plan: everything that shapes it (not the pointers: plans are executed on
 // new arrays, FFTW's new-array interface and cuFFT's exec calls both allow that).
-std::vector<std::int64_t> plan_key(const FftTask& t, std::int64_t extra0, std::int64_t extra1, std::int64_t extra2) {
+[[maybe_unused]] std::vector<std::int64_t> plan_key(const FftTask& t, std::int64_t extra0, std::int64_t extra1, std::int64_t extra2) {
   std::vector<std::int64_t> k{static_cast<std::int64_t>(t.kind), static_cast<std::int64_t>(t.type), t.rank, t.loops,
                               extra0, extra1, extra2};
   for (int i = 0; i < t.rank; ++i) k.insert(k.end(), {t.dims[i].n, t.dims[i].is, t.dims[i].os});
@@ -47,11 +47,11 @@ std::vector<std::int64_t> plan_key(const FftTask& t, std::int64_t extra0, std::i
   return k;
 }
 
-std::size_t in_bytes(const FftTask& t) {
+[[maybe_unused]] std::size_t in_bytes(const FftTask& t) {
   const std::size_t r = t.type == precision::f32 ? 4 : 8;
   return t.kind == kind::r2c ? r : 2 * r;
 }
-std::size_t out_bytes(const FftTask& t) {
+[[maybe_unused]] std::size_t out_bytes(const FftTask& t) {
   const std::size_t r = t.type == precision::f32 ? 4 : 8;
   return t.kind == kind::c2r ? r : 2 * r;
 }
