@@ -39,7 +39,8 @@ namespace {
 
 // The key of a cached plan: everything that shapes it (not the pointers: plans are executed on
 // new arrays, FFTW's new-array interface and cuFFT's exec calls both allow that).
-[[maybe_unused]] std::vector<std::int64_t> plan_key(const FftTask& t, std::int64_t extra0, std::int64_t extra1, std::int64_t extra2) {
+[[maybe_unused]] std::vector<std::int64_t> plan_key(const FftTask& t, std::int64_t extra0, std::int64_t extra1,
+                                                    std::int64_t extra2) {
   std::vector<std::int64_t> k{static_cast<std::int64_t>(t.kind), static_cast<std::int64_t>(t.type), t.rank, t.loops,
                               extra0, extra1, extra2};
   for (int i = 0; i < t.rank; ++i) k.insert(k.end(), {t.dims[i].n, t.dims[i].is, t.dims[i].os});
