@@ -27,9 +27,9 @@ TEST_CASE("fft along each dim and sets of dims of a 3-d array, sharded along eac
     for (int sd = 0; sd < 3; ++sd) {
       auto x = from_host(std::span<const complex<double>>(host), shape, shard(sd, devs));
       for (const auto& ds : sets) {
-        const std::string what = "dims {" + std::to_string(ds[0]) + (ds.size() > 1 ? ", " + std::to_string(ds[1]) : "") +
-                                 (ds.size() > 2 ? ", 2" : "") + "}, sharded along " + std::to_string(sd) + " over " +
-                                 set_name(devs);
+        std::string what = "dims {";
+        for (int k : ds) what += std::to_string(k) + " ";
+        what += "}, sharded along " + std::to_string(sd) + " over " + set_name(devs);
         ReduceDims d{{}, int(ds.size())};
         for (std::size_t i = 0; i < ds.size(); ++i) d.d[i] = ds[i];
         auto X = fft(x, d);
@@ -90,7 +90,8 @@ TEST_CASE("rfft and irfft along dims, the halved dim sharded or not") {
           std::vector<cd> want(static_cast<std::size_t>(hs[0] * hs[1]));
           for (index_t j = 0; j < hs[1]; ++j)
             for (index_t i = 0; i < hs[0]; ++i) want[i + hs[0] * j] = full[i + m * j];
-          check_spectrum(to_host(X), want, 1e-15, std::string(both ? "rfft(x, dims(f, g)), " : "rfft(x, dims(f)), ") + what);
+          const std::string call = both ? "rfft(x, dims(f, g)), " : "rfft(x, dims(f)), ";
+          check_spectrum(to_host(X), want, 1e-15, call + what);
           auto y = both ? irfft(X, len_f, dims(f, g)) : irfft(X, len_f, dims(f));
           CHECK(y.layout().shard_dim == x.layout().shard_dim);
           check_spectrum(to_host(y), as_cd(host), 1e-15, "irfft round trip, " + what);
@@ -108,14 +109,14 @@ TEST_CASE("replicated, single-device, strided-view and half inputs") {
     auto r = from_host(std::span<const float>(host), {8, 6}, replicate(devs));
     auto R = fft(r, dims(0));
     CHECK(R.layout().replicated == r.layout().replicated);
+    using CL = tessera::detail::Layout<complex<float>, 2>;
     for (std::size_t p = 0; p < R.layout().parts.size(); ++p) {
-      auto rep = R.layout();
-      // each replica holds the whole transform
-      auto single = std::make_shared<tessera::detail::Layout<complex<float>, 2>>(rep);
-      single->parts = {rep.parts[p]};
+      // Every replica holds the whole transform: read each one alone.
+      auto single = std::make_shared<CL>(R.layout());
+      single->parts = {R.layout().parts[p]};
       single->replicated = false;
-      check_spectrum(to_host(Array<complex<float>, 2>(std::shared_ptr<const tessera::detail::Layout<complex<float>, 2>>(single))),
-                     as_cd(ref), 2e-7, "replica " + std::to_string(p));
+      const Array<complex<float>, 2> replica(std::shared_ptr<const CL>(std::move(single)));
+      check_spectrum(to_host(replica), as_cd(ref), 2e-7, "replica " + std::to_string(p));
     }
     // A strided view (every other row, columns reversed) of a sharded array.
     auto s = from_host(std::span<const float>(host), {8, 6}, shard(1, devs));

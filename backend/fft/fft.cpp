@@ -209,7 +209,8 @@ void host_fft(const FftTask& t) {
     std::vector<iodim> others;
     for (int i = 0; i < t.rank; ++i)
       if (i != p) others.push_back(p == 0 ? t.dims[i] : iodim{t.dims[i].n, t.dims[i].os, t.dims[i].os});
-    for (int i = 0; i < t.loops; ++i) others.push_back(p == 0 ? t.loop[i] : iodim{t.loop[i].n, t.loop[i].os, t.loop[i].os});
+    for (int i = 0; i < t.loops; ++i)
+      others.push_back(p == 0 ? t.loop[i] : iodim{t.loop[i].n, t.loop[i].os, t.loop[i].os});
     const iodim d = p == 0 ? t.dims[p] : iodim{t.dims[p].n, t.dims[p].os, t.dims[p].os};
     const void* src = p == 0 ? t.in : t.out;
     const std::int64_t n = d.n, half = n / 2 + 1;

@@ -489,8 +489,8 @@ auto fftshift(const X& x) {
 template <detail::fft_array X>
 auto fftshift(const X& x, const ReduceDims& d) {
   using V = std::remove_cvref_t<X>;
-  return detail::shift_array<typename V::value_type, V::rank>(detail::checked(x), detail::fft_mask<V::rank>(d, "fftshift"),
-                                                              false);
+  const auto mask = detail::fft_mask<V::rank>(d, "fftshift");
+  return detail::shift_array<typename V::value_type, V::rank>(detail::checked(x), mask, false);
 }
 template <detail::fft_array X>
 auto ifftshift(const X& x) {
@@ -502,8 +502,8 @@ auto ifftshift(const X& x) {
 template <detail::fft_array X>
 auto ifftshift(const X& x, const ReduceDims& d) {
   using V = std::remove_cvref_t<X>;
-  return detail::shift_array<typename V::value_type, V::rank>(detail::checked(x), detail::fft_mask<V::rank>(d, "ifftshift"),
-                                                              true);
+  const auto mask = detail::fft_mask<V::rank>(d, "ifftshift");
+  return detail::shift_array<typename V::value_type, V::rank>(detail::checked(x), mask, true);
 }
 
 }  // namespace tessera
