@@ -329,13 +329,19 @@ const gpu_plan& plan_for(const FftTask& t, int device) {
   const cufftType type = t.kind == kind::c2c ? (t.type == precision::f32 ? CUFFT_C2C : CUFFT_Z2Z)
                          : t.kind == kind::r2c ? (t.type == precision::f32 ? CUFFT_R2C : CUFFT_D2Z)
                                                : (t.type == precision::f32 ? CUFFT_C2R : CUFFT_Z2D);
+  // The basic layout (unit strides, batches back to back) goes without embeds, as a plain
+  // cufftPlanMany would: cuFFT then takes its contiguous code paths.
+  long long in_span = 1, out_span = 1;
+  for (int i = 0; i < t.rank; ++i) in_span *= inembed[i], out_span *= onembed[i];
+  const bool basic = t.dims[0].is == 1 && t.dims[0].os == 1 && (batch == 1 || (idist == in_span && odist == out_span));
+  if (basic) idist = in_span, odist = out_span;
   check(cufftCreate(&p.handle), "cufftCreate", device, t);
   try {
     // The runtime's allocator provides the work area (below), so that it counts against the
     // free-memory guard and returns to the device's cache.
     check(cufftSetAutoAllocation(p.handle, 0), "cufftSetAutoAllocation", device, t);
-    check(cufftMakePlanMany64(p.handle, t.rank, n, inembed, t.dims[0].is, idist, onembed, t.dims[0].os, odist, type,
-                              batch, &p.work_bytes),
+    check(cufftMakePlanMany64(p.handle, t.rank, n, basic ? nullptr : inembed, t.dims[0].is, idist,
+                              basic ? nullptr : onembed, t.dims[0].os, odist, type, batch, &p.work_bytes),
           "cufftMakePlanMany64", device, t);
     check(cufftSetStream(p.handle, static_cast<cudaStream_t>(rt::stream(device))), "cufftSetStream", device, t);
   } catch (...) {
