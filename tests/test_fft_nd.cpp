@@ -154,3 +154,21 @@ TEST_CASE("a larger 2-d transform sharded over the devices equals the single-dev
     }
   }
 }
+
+TEST_CASE("batched host passes cut over the host threads give the same transform") {
+  // 512 x 101 = 51712 elements: with 3 host threads a pass is cut into 3 uneven pieces (34, 34, 33
+  // columns along dim 0; 171, 171, 170 rows along dim 1). GPUs ignore the setting.
+  const int saved = tessera::detail::rt::host_threads();
+  tessera::detail::rt::set_host_threads(3);
+  const index_t m = 512, n = 101;
+  const auto host = random_input<complex<double>>(static_cast<std::size_t>(m * n));
+  for (const auto& devs : device_sets()) {
+    auto x = from_host(std::span<const complex<double>>(host), {m, n}, on(devs[0]));
+    for (int d = 0; d < 2; ++d) {
+      check_spectrum(to_host(fft(x, dims(d))), dft_along(as_cd(host), {m, n}, d, -1), 1e-15,
+                     "along dim " + std::to_string(d) + " on " + set_name(devs));
+    }
+    break;  // one device set: the cut is per device
+  }
+  tessera::detail::rt::set_host_threads(saved);
+}

@@ -3,6 +3,7 @@
 #include <backend/fft/fft.hpp>
 #include <backend/runtime/runtime.hpp>
 
+#include <algorithm>
 #include <cmath>
 #include <complex>
 #include <cstddef>
@@ -397,6 +398,51 @@ void gpu_fft(const FftTask& t, int device) {
 }
 #endif
 
+// A host pass with a batch loop is cut along its longest loop into pieces run on the runtime's
+// host thread pool (FFTW's execute is thread-safe; the built-in transforms share nothing), so one
+// host device uses every host thread as the elementwise loops do. Pieces of at least 2^14
+// elements: below that the pool's hand-off costs more than it saves.
+inline constexpr std::int64_t host_piece_elements = std::int64_t(1) << 14;
+
+struct host_split {
+  const FftTask* task;
+  int loop;
+  std::int64_t pieces;
+  void (*run)(const FftTask&);
+};
+
+void run_split(const FftTask& t, void (*run)(const FftTask&)) {
+  std::int64_t total = 1;
+  for (int i = 0; i < t.rank; ++i) total *= t.dims[i].n;
+  int longest = -1;
+  for (int i = 0; i < t.loops; ++i) {
+    total *= t.loop[i].n;
+    if (longest < 0 || t.loop[i].n > t.loop[longest].n) longest = i;
+  }
+  const std::int64_t threads = rt::host_threads();
+  std::int64_t pieces = longest < 0 ? 1 : std::min({t.loop[longest].n, threads, total / host_piece_elements});
+  if (pieces <= 1) {
+    run(t);
+    return;
+  }
+  const host_split ctx{&t, longest, pieces, run};
+  rt::parallel_for(
+      pieces,
+      [](const void* c, std::int64_t i) {
+        const host_split& h = *static_cast<const host_split*>(c);
+        FftTask piece = *h.task;
+        const iodim l = h.task->loop[h.loop];
+        // Balanced pieces: the first n % pieces take one more index (at most two plan shapes).
+        const std::int64_t base = l.n / h.pieces, extra = l.n % h.pieces;
+        const std::int64_t first = i * base + std::min(i, extra);
+        piece.loop[h.loop].n = base + (i < extra ? 1 : 0);
+        piece.in = static_cast<const char*>(h.task->in) + first * l.is * static_cast<std::int64_t>(in_bytes(*h.task));
+        piece.out = static_cast<char*>(h.task->out) + first * l.os * static_cast<std::int64_t>(out_bytes(*h.task));
+        h.run(piece);
+      },
+      &ctx);
+}
+
 bool empty(const FftTask& t) {
   for (int i = 0; i < t.rank; ++i)
     if (t.dims[i].n == 0) return true;
@@ -422,8 +468,7 @@ namespace tessera::detail::host {
 void run(const FftTask& t) {
   using namespace fft;
   if (empty(t)) return;
-  if (t.type == precision::f32) host_fft<float>(t);
-  else host_fft<double>(t);
+  run_split(t, t.type == precision::f32 ? &host_fft<float> : &host_fft<double>);
 }
 
 }  // namespace tessera::detail::host
