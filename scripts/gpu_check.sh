@@ -4,8 +4,13 @@
 # again with CUDA_VISIBLE_DEVICES=0 and some with the memory cache off, the demo, bench/elementwise,
 # bench/reduce and bench/stencil. `multi`, for a machine of several GPUs: the GPU tests only
 # (mpirun runs included), the examples, bench/stencil, bench/linalg and the N processes x 1 GPU
-# against 1 process x N GPUs comparison (scripts/bench_distributed.sh). Logs go to $OUT when set.
-# Usage: bash scripts/gpu_check.sh [tests|bench|all|multi]
+# against 1 process x N GPUs comparison (scripts/bench_distributed.sh). `suite`: the whole build,
+# every gpu-labelled test on all GPUs (mpirun runs with up to 4 ranks, stress and soak included),
+# the examples and a rank killed during an allreduce, a halo exchange and a host read on GPUs.
+# `ab BASE_TREE`: before/after benchmarks against another tree (scripts/bench_ab.sh) on all GPUs,
+# then on one, then bench_stencil and bench_distributed; run it right after `suite`, while the
+# machine is warm, to reuse its build. Logs go to $OUT when set.
+# Usage: bash scripts/gpu_check.sh [tests|bench|all|multi|suite|ab BASE_TREE]
 set -uo pipefail
 ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 OUT=${OUT:-/tmp/tessera-out}
@@ -58,6 +63,37 @@ if [ "$what" = multi ]; then
   mpirun -np "$gpus" -x NCCL_NVLS_ENABLE "$BUILD_DIR/distributed" 2>&1 | tee "$OUT/distributed.log" | tail -n 12
   [ "${PIPESTATUS[0]}" = 0 ] || status=1
   "$BUILD_DIR/bench_linalg" --reps 5 2>&1 | tee "$OUT/bench_linalg.log" | tail -n 8
+fi
+if [ "$what" = suite ]; then
+  gpus=$(nvidia-smi -L | grep -c '^GPU ')
+  source "$ROOT/scripts/common.sh"
+  set +e
+  configure > "$OUT/configure.log" 2>&1 || { tail -n 30 "$OUT/configure.log"; exit 1; }
+  cmake --build "$BUILD_DIR" -j "$(nproc)" > "$OUT/build.log" 2>&1 || { grep -E "error" "$OUT/build.log" | head -20; exit 1; }
+  echo "== GPU tests on $gpus GPUs (mpirun runs included)"
+  ctest --test-dir "$BUILD_DIR" -L gpu --output-on-failure -j 8 > "$OUT/test_gpus.log" 2>&1
+  [ $? = 0 ] || status=1
+  grep -E "tests passed|\*\*\*|Failed|Skipped|SKIPPED" "$OUT/test_gpus.log" | sort | uniq -c | sort -rn | head -30
+  for e in jacobi game_of_life multi_gpu fused_broadcast reductions user_kernels linear_algebra; do
+    [ -x "$BUILD_DIR/$e" ] || continue
+    "$BUILD_DIR/$e" > "$OUT/ex_$e.log" 2>&1 || { status=1; echo "$e FAILED"; }
+    echo "$e: $(tail -n 1 "$OUT/ex_$e.log")"
+  done
+  if [ "$gpus" -ge 4 ] && [ -x "$BUILD_DIR/test_mpi_killed_rank" ]; then
+    for op in allreduce halo read; do
+      TESSERA_BACKEND=cuda TESSERA_MPI_TIMEOUT=5 bash "$ROOT/tests/mpi/killed_rank.sh" "$(command -v mpirun)" \
+        "$BUILD_DIR/test_mpi_killed_rank" "$op" 4 > "$OUT/killed_$op.log" 2>&1 || status=1
+      echo "killed rank during $op (4 GPU ranks): $(tail -n 1 "$OUT/killed_$op.log")"
+    done
+  fi
+fi
+if [ "$what" = ab ]; then
+  base=${2:?usage: gpu_check.sh ab BASE_TREE}
+  BENCHES="elementwise reduce kernels linalg host_tasks" bash "$ROOT/scripts/bench_ab.sh" "$base" 1 2>&1 | tee "$OUT/ab_all.log"
+  [ "${PIPESTATUS[0]}" = 0 ] || status=1
+  echo "== one GPU"
+  CUDA_VISIBLE_DEVICES=0 BENCHES="elementwise reduce" OUT="$OUT/one" bash "$ROOT/scripts/bench_ab.sh" "$base" 1 2>&1 | tee "$OUT/ab_one.log"
+  [ "${PIPESTATUS[0]}" = 0 ] || status=1
 fi
 echo "gpu_check status: $status"
 exit $status
