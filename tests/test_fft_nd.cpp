@@ -172,3 +172,44 @@ TEST_CASE("batched host passes cut over the host threads give the same transform
   }
   tessera::detail::rt::set_host_threads(saved);
 }
+
+TEST_CASE("rfft/irfft of a 3-d array along three dims with norms, half input, real input to irfft") {
+  const Shape<3> shape{5, 8, 6};
+  const auto host = random_values<double>(5 * 8 * 6);
+  const auto full = dft_dims(as_cd(host), as_vec(shape), {1, 0, 2}, -1);
+  const index_t h = 8 / 2 + 1;
+  std::vector<cd> want(static_cast<std::size_t>(5 * h * 6));
+  for (index_t k = 0; k < 6; ++k)
+    for (index_t j = 0; j < h; ++j)
+      for (index_t i = 0; i < 5; ++i) want[i + 5 * (j + h * k)] = full[i + 5 * (j + 8 * k)] / double(5 * 8 * 6);
+  for (const auto& devs : device_sets()) {
+    for (int sd = 0; sd < 3; ++sd) {
+      const std::string what = "sharded along " + std::to_string(sd) + " over " + set_name(devs);
+      auto x = from_host(std::span<const double>(host), shape, shard(sd, devs));
+      auto X = rfft(x, dims(1, 0, 2), fft_norm::forward);  // dim 1 halved
+      REQUIRE(X.shape() == Shape<3>{5, h, 6});
+      check_spectrum(to_host(X), want, 1e-15, "rfft, norm forward, " + what);
+      check_spectrum(to_host(irfft(X, 8, dims(1, 0, 2), fft_norm::forward)), as_cd(host), 1e-15,
+                     "irfft, norm forward, " + what);
+    }
+    // half input computes in float; a real array given to irfft is a spectrum with zero imaginary parts.
+    std::vector<half> hh(8);
+    std::vector<double> hv(8);
+    for (int i = 0; i < 8; ++i) hh[i] = half(float(i) - 3.5f), hv[i] = double(float(hh[i]));
+    auto xh = from_host(std::span<const half>(hh), {8}, shard(0, devs));
+    auto Xh = rfft(xh);
+    static_assert(std::is_same_v<decltype(Xh), Array<complex<float>, 1>>);
+    const auto fh = dft(as_cd(hv));
+    check_spectrum(to_host(Xh), std::vector<cd>(fh.begin(), fh.begin() + 5), 2e-7, "rfft of half");
+    std::vector<double> spec = {4, 1, 0, 2, 3};
+    auto s = from_host(std::span<const double>(spec), {5}, shard(0, devs));
+    std::vector<cd> herm(8);
+    for (int k = 0; k < 5; ++k) herm[k] = spec[k];
+    for (int k = 5; k < 8; ++k) herm[k] = spec[8 - k];
+    auto back = dft(herm, +1);
+    for (auto& v : back) v /= 8.0;
+    auto y = irfft(s, 8);
+    static_assert(std::is_same_v<decltype(y), Array<double, 1>>);
+    check_spectrum(to_host(y), back, 1e-15, "irfft of a real array");
+  }
+}
