@@ -28,6 +28,7 @@
 #include <tessera/halo.hpp>
 #include <tessera/overlap.hpp>
 #include <tessera/linalg.hpp>
+#include <tessera/fft.hpp>
 #include <tessera/reshape.hpp>
 #include <tessera/concat.hpp>
 #include <tessera/kernel.hpp>
