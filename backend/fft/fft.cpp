@@ -1,6 +1,9 @@
 // SPDX-License-Identifier: Apache-2.0
 // The FFT layer (fft.hpp): cuFFT on GPUs, FFTW3 or built-in transforms on host devices.
 #include <backend/fft/fft.hpp>
+#if TESSERA_HAS_CUDA
+#include <backend/cuda/strided_copy.hpp>
+#endif
 #include <backend/runtime/runtime.hpp>
 
 #include <algorithm>
@@ -352,7 +355,55 @@ const gpu_plan& plan_for(const FftTask& t, int device) {
   return plans.emplace(key, p).first->second;
 }
 
+void gpu_fft(const FftTask& t, int device);
+
+// A real pass over strided data (its transformed dim not the fastest one) goes through contiguous
+// buffers: gathered by a strided copy on the device's stream, transformed in cuFFT's basic
+// layout, scattered back. cuFFT refused the strided layout itself (cufftExecD2Z:
+// CUFFT_INVALID_VALUE for an R2C of n = 8 along dim 1 of a 5 x 8 x 6 double array, on an H100).
+void gpu_fft_packed(const FftTask& t, int device) {
+  const std::int64_t n = t.dims[0].n;
+  const std::int64_t nin = t.kind == kind::c2r ? n / 2 + 1 : n, nout = t.kind == kind::r2c ? n / 2 + 1 : n;
+  // The longest loop goes next to the transformed dim: it becomes cuFFT's batch.
+  int order[max_loops] = {0, 1};
+  if (t.loops == 2 && t.loop[1].n > t.loop[0].n) order[0] = 1, order[1] = 0;
+  std::int64_t ext_in[3] = {nin, 1, 1}, ext_out[3] = {nout, 1, 1};
+  std::int64_t user_in[3] = {t.dims[0].is, 0, 0}, user_out[3] = {t.dims[0].os, 0, 0};
+  std::int64_t packed_in[3] = {1, 0, 0}, packed_out[3] = {1, 0, 0};
+  FftTask c = t;
+  c.dims[0].is = 1, c.dims[0].os = 1;
+  std::int64_t span_in = nin, span_out = nout;
+  for (int i = 0; i < t.loops; ++i) {
+    const iodim& l = t.loop[order[i]];
+    ext_in[1 + i] = ext_out[1 + i] = l.n;
+    user_in[1 + i] = l.is, user_out[1 + i] = l.os;
+    packed_in[1 + i] = span_in, packed_out[1 + i] = span_out;
+    c.loop[i] = {l.n, span_in, span_out};
+    span_in *= l.n, span_out *= l.n;
+  }
+  const int nd = 1 + t.loops;
+  const std::size_t ib = in_bytes(t), ob = out_bytes(t);
+  const std::size_t in_total = static_cast<std::size_t>(span_in) * ib, out_total = static_cast<std::size_t>(span_out) * ob;
+  void* in = rt::allocate(device, in_total, memory::device);
+  void* out = nullptr;
+  try {
+    out = rt::allocate(device, out_total, memory::device);
+    c.in = in, c.out = out;
+    cuda::strided_copy(device, t.in, user_in, in, packed_in, ext_in, nd, static_cast<int>(ib));
+    gpu_fft(c, device);
+    cuda::strided_copy(device, out, packed_out, t.out, user_out, ext_out, nd, static_cast<int>(ob));
+  } catch (...) {
+    rt::deallocate(device, in, in_total, memory::device);
+    if (out) rt::deallocate(device, out, out_total, memory::device);
+    throw;
+  }
+  // Back to the device's cache in stream order: reused only after the work queued above.
+  rt::deallocate(device, in, in_total, memory::device);
+  rt::deallocate(device, out, out_total, memory::device);
+}
+
 void gpu_fft(const FftTask& t, int device) {
+  if (t.kind != kind::c2c && (t.dims[0].is != 1 || t.dims[0].os != 1)) return gpu_fft_packed(t, device);
   rt::device_restorer restore;
   rt::set_device(device);  // cuFFT plans belong to the device current when they are made
   const gpu_plan& p = plan_for(t, device);
