@@ -7,6 +7,7 @@
 #include <backend/host/executor.hpp>
 #include <backend/host/reduce.hpp>
 #include <backend/host/scan.hpp>
+#include <backend/fft/fft.hpp>
 #include <backend/linalg/blas.hpp>
 #include <backend/rtc/rtc.hpp>
 #include <backend/runtime/runtime.hpp>

@@ -70,6 +70,8 @@ ensure_tools() {
   optional_packages MPI have_mpi "Tessera builds for one process (docs/distributed.md)" libopenmpi-dev openmpi-bin
   optional_packages DLPack have_dlpack "to_dlpack/from_dlpack are left out" libdlpack-dev
   optional_packages libpng have_png "save_png throws, naming the package" libpng-dev
+  have_fftw() { [ -f /usr/include/fftw3.h ] && compgen -G "/usr/lib/*/libfftw3f.so" >/dev/null; }
+  optional_packages FFTW3 have_fftw "host-device FFTs use built-in radix-2 / O(n^2) transforms" libfftw3-dev
   if command -v ninja >/dev/null 2>&1; then say "generator: Ninja"; else say "generator: Unix Makefiles (ninja not found)"; fi
   if command -v nvidia-smi >/dev/null 2>&1 && nvidia-smi -L 2>/dev/null | grep -q '^GPU '; then
     say "GPUs: $(nvidia-smi -L | grep -c '^GPU ') visible; programs run on them"

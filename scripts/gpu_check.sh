@@ -38,7 +38,7 @@ if [ "$what" = all ] || [ "$what" = bench ]; then
   bash "$ROOT/scripts/demo.sh" > "$OUT/demo.log" 2>&1 || { status=1; echo "demo FAILED"; tail -n 30 "$OUT/demo.log"; }
   grep -E "ok|OK|PASS|max error|FAIL" "$OUT/demo.log" | head -20
   cmake --build "$ROOT/build" --target tessera_bench -j "$(nproc)" > "$OUT/bench_build.log" 2>&1 || { status=1; tail -n 30 "$OUT/bench_build.log"; }
-  for b in "$ROOT"/build/bench_elementwise "$ROOT"/build/bench_reduce "$ROOT"/build/bench_stencil; do
+  for b in "$ROOT"/build/bench_elementwise "$ROOT"/build/bench_reduce "$ROOT"/build/bench_stencil "$ROOT"/build/bench_fft; do
     [ -x "$b" ] && "$b" 2>&1 | tee "$OUT/$(basename "$b").log"
   done
 fi
@@ -47,7 +47,7 @@ if [ "$what" = multi ]; then
   source "$ROOT/scripts/common.sh"
   set +e  # common.sh sets -e: report every failure below instead of stopping at the first
   configure > "$OUT/configure.log" 2>&1 || { tail -n 30 "$OUT/configure.log"; exit 1; }
-  cmake --build "$BUILD_DIR" --target tessera_tests tessera_examples bench_stencil bench_linalg bench_solver bench_distributed \
+  cmake --build "$BUILD_DIR" --target tessera_tests tessera_examples bench_stencil bench_linalg bench_solver bench_fft bench_distributed \
     -j "$(nproc)" > "$OUT/build.log" 2>&1 || { grep -E "error" "$OUT/build.log" | head -20; exit 1; }
   # The benchmarks first: they are the shortest part and hold the targets.
   "$BUILD_DIR/bench_stencil" 2>&1 | tee "$OUT/bench_stencil.log" | tail -n 17
@@ -55,7 +55,7 @@ if [ "$what" = multi ]; then
   echo "== GPU tests on $gpus GPUs (mpirun runs included)"
   ctest --test-dir "$BUILD_DIR" -L gpu --output-on-failure -j 8 2>&1 | tee "$OUT/test_gpus.log" | tail -n 25
   [ "${PIPESTATUS[0]}" = 0 ] || status=1
-  for e in jacobi game_of_life multi_gpu least_squares; do
+  for e in jacobi game_of_life multi_gpu least_squares poisson_fft; do
     "$BUILD_DIR/$e" > "$OUT/$e.log" 2>&1 || { status=1; echo "$e FAILED"; }
     tail -n 2 "$OUT/$e.log"
   done
@@ -64,6 +64,7 @@ if [ "$what" = multi ]; then
   [ "${PIPESTATUS[0]}" = 0 ] || status=1
   "$BUILD_DIR/bench_linalg" --reps 5 2>&1 | tee "$OUT/bench_linalg.log" | tail -n 8
   "$BUILD_DIR/bench_solver" --reps 3 2>&1 | tee "$OUT/bench_solver.log" | tail -n 8
+  "$BUILD_DIR/bench_fft" --reps 5 2>&1 | tee "$OUT/bench_fft.log" | tail -n 8
 fi
 if [ "$what" = suite ]; then
   gpus=$(nvidia-smi -L | grep -c '^GPU ')

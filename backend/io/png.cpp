@@ -53,6 +53,27 @@ void colour(colormap m, double t, unsigned char* out) {
   out[2] = static_cast<unsigned char>(std::lround(c.b * 255));
 }
 
+#if TESSERA_HAS_PNG
+// The libpng calls, apart: libpng reports errors by longjmp to here, so this frame holds nothing
+// that a jump could leave half-updated. False when libpng failed.
+bool write_rows(std::FILE* f, const unsigned char* image, std::size_t rows, std::size_t cols) {
+  png_structp png = png_create_write_struct(PNG_LIBPNG_VER_STRING, nullptr, nullptr, nullptr);
+  png_infop info = png ? png_create_info_struct(png) : nullptr;
+  if (!png || !info || setjmp(png_jmpbuf(png))) {
+    png_destroy_write_struct(&png, info ? &info : nullptr);
+    return false;
+  }
+  png_init_io(png, f);
+  png_set_IHDR(png, info, static_cast<png_uint_32>(cols), static_cast<png_uint_32>(rows), 8, PNG_COLOR_TYPE_RGB,
+               PNG_INTERLACE_NONE, PNG_COMPRESSION_TYPE_DEFAULT, PNG_FILTER_TYPE_DEFAULT);
+  png_write_info(png, info);
+  for (std::size_t i = 0; i < rows; ++i) png_write_row(png, const_cast<unsigned char*>(image + i * cols * 3));
+  png_write_end(png, nullptr);
+  png_destroy_write_struct(&png, &info);
+  return true;
+}
+#endif
+
 }  // namespace
 
 bool available() { return TESSERA_HAS_PNG != 0; }
@@ -85,20 +106,10 @@ void write(const std::string& path, const double* v, std::size_t rows, std::size
   if (!f) {
     throw error("tessera: save_png: cannot open \"" + path + "\" for writing: " + std::strerror(errno));
   }
-  png_structp png = png_create_write_struct(PNG_LIBPNG_VER_STRING, nullptr, nullptr, nullptr);
-  png_infop info = png ? png_create_info_struct(png) : nullptr;
-  if (!png || !info || setjmp(png_jmpbuf(png))) {
-    png_destroy_write_struct(&png, info ? &info : nullptr);
+  if (!write_rows(f, image.data(), rows, cols)) {
     std::fclose(f);
     throw error("tessera: save_png: libpng failed writing \"" + path + "\"");
   }
-  png_init_io(png, f);
-  png_set_IHDR(png, info, static_cast<png_uint_32>(cols), static_cast<png_uint_32>(rows), 8, PNG_COLOR_TYPE_RGB,
-               PNG_INTERLACE_NONE, PNG_COMPRESSION_TYPE_DEFAULT, PNG_FILTER_TYPE_DEFAULT);
-  png_write_info(png, info);
-  for (std::size_t i = 0; i < rows; ++i) png_write_row(png, &image[i * cols * 3]);
-  png_write_end(png, nullptr);
-  png_destroy_write_struct(&png, &info);
   if (std::fclose(f) != 0) throw error("tessera: save_png: writing \"" + path + "\" failed: " + std::strerror(errno));
 #else
   (void)v, (void)rows, (void)cols, (void)lo, (void)hi, (void)map;

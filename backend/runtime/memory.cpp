@@ -252,19 +252,25 @@ void* host_access(buffer& b) {
 }
 
 
-void* scratch(int device_id, std::size_t bytes) {
-  struct slot {
-    std::mutex m;
-    void* p = nullptr;
-    std::size_t size = 0;
-  };
-  static slot slots[64 + max_host_devices];
-  (void)info(device_id);
+namespace {
+struct scratch_slot {
+  std::mutex m;
+  void* p = nullptr;
+  std::size_t size = 0;
+};
+scratch_slot& scratch_slot_of(int device_id) {
+  static scratch_slot slots[64 + max_host_devices];
   if (device_id < 0 || device_id >= 64 + max_host_devices) {
     throw invalid_argument("tessera: scratch memory supports device ids below " + std::to_string(64 + max_host_devices) +
                            ", found " + std::to_string(device_id));
   }
-  slot& sl = slots[device_id];
+  return slots[device_id];
+}
+}  // namespace
+
+void* scratch(int device_id, std::size_t bytes) {
+  (void)info(device_id);
+  scratch_slot& sl = scratch_slot_of(device_id);
   std::lock_guard<std::mutex> lock(sl.m);
   if (sl.size < bytes) {
     const std::size_t grown = bytes < 4096 ? 4096 : bytes + bytes / 2;
@@ -274,6 +280,15 @@ void* scratch(int device_id, std::size_t bytes) {
     sl.size = grown;
   }
   return sl.p;
+}
+
+void release_scratch(int device_id) {
+  scratch_slot& sl = scratch_slot_of(device_id);
+  std::lock_guard<std::mutex> lock(sl.m);
+  if (!sl.p) return;
+  deallocate(device_id, sl.p, sl.size, memory::device);  // to the cache, in stream order
+  sl.p = nullptr;
+  sl.size = 0;
 }
 
 namespace {

@@ -205,7 +205,10 @@ std::size_t pool_bytes(int) { return 0; }
 
 void reclaim() {
   const int g = detail::rt::get().gpu_count;
-  for (int d = 0; d < g; ++d) (void)detail::rt::pool_trim(d);
+  for (int d = 0; d < g; ++d) {
+    detail::rt::release_scratch(d);  // grown to the largest reduction so far: back to the cache, then freed
+    (void)detail::rt::pool_trim(d);
+  }
 #if defined(__GLIBC__)
   // Host memory too. Copies between ranks stage GPU data through host buffers as large as a
   // message (copy.cpp), and glibc keeps what they freed: after one 28 MiB buffer its mmap

@@ -78,6 +78,9 @@ std::size_t pool_bytes(int device_id);
 // and results. Valid until the next scratch() call for that device from any thread; callers
 // finish the work that uses it (stream order plus a host wait) before returning.
 void* scratch(int device_id, std::size_t bytes);
+// Gives the device's scratch back to its memory cache (tessera::reclaim(): the scratch only grows,
+// to the largest reduction so far). Call it between operations only.
+void release_scratch(int device_id);
 
 // What a one-pass reduction kernel needs besides its scratch: a block counter (zero between
 // launches: the last block resets it) in device memory, and a small result slot in pinned host

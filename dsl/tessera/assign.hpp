@@ -9,7 +9,7 @@
 #include <backend/execute.hpp>
 
 #include <algorithm>
-#include <functional>
+#include <memory>
 #include <string>
 #include <tuple>
 #include <vector>
@@ -79,6 +79,22 @@ int pass_intervals(const box_filter& f, const Layout<T, N>& dst, const Part<T, N
   return m;
 }
 
+// A recorded assignment, run again over part of each shard: a move-only closure behind a function
+// pointer (as run_task is), so that assign.hpp, in every program, needs no <functional>.
+class replay_fn {
+ public:
+  replay_fn() = default;
+  template <class F>
+  explicit replay_fn(F f)
+      : obj_(new F(std::move(f)), [](void* p) { delete static_cast<F*>(p); }),
+        call_([](void* p, const box_filter* b) { (*static_cast<F*>(p))(b); }) {}
+  void operator()(const box_filter* b) const { call_(obj_.get(), b); }
+
+ private:
+  std::unique_ptr<void, void (*)(void*)> obj_{nullptr, nullptr};
+  void (*call_)(void*, const box_filter*) = nullptr;
+};
+
 // What hide_communication's recording receives: the assignment, to check and replay. Set for the
 // duration of the body on the recording thread.
 struct assignment_recorder {
@@ -86,7 +102,7 @@ struct assignment_recorder {
   // Throws if the assignment may not be replayed (see overlap.hpp): `shifted_self_read`, it reads
   // its destination at another offset. `replay` runs it over part of each shard.
   virtual void record(const std::vector<const rt::buffer*>& writes, const std::vector<const rt::buffer*>& reads,
-                      bool shifted_self_read, std::function<void(const box_filter*)> replay) = 0;
+                      bool shifted_self_read, replay_fn replay) = 0;
 };
 inline thread_local assignment_recorder* active_recorder = nullptr;
 
@@ -155,7 +171,7 @@ void assign_node(const Layout<T, N>& dst, const Node& node, execution_policy pol
     std::vector<const rt::buffer*> reads;
     add_reads(node, reads);
     active_recorder->record(buffers_of(dst), reads, hazard,
-                            [dst, node, pol](const box_filter* f) { assign_node(dst, node, pol, f); });
+                            replay_fn([dst, node, pol](const box_filter* f) { assign_node(dst, node, pol, f); }));
     return;
   }
   if (hazard) {

@@ -11,7 +11,6 @@
 
 #include <algorithm>
 #include <concepts>
-#include <functional>
 #include <string>
 #include <utility>
 #include <vector>
@@ -29,7 +28,7 @@ class overlap_recorder final : public assignment_recorder {
  public:
   explicit overlap_recorder(std::vector<const rt::buffer*> exchanged) : exchanged_(std::move(exchanged)) {}
   void record(const std::vector<const rt::buffer*>& writes, const std::vector<const rt::buffer*>& reads,
-              bool shifted_self_read, std::function<void(const box_filter*)> replay) override {
+              bool shifted_self_read, replay_fn replay) override {
     auto has = [](const std::vector<const rt::buffer*>& v, const rt::buffer* b) {
       return std::find(v.begin(), v.end(), b) != v.end();
     };
@@ -57,7 +56,7 @@ class overlap_recorder final : public assignment_recorder {
     written_.insert(written_.end(), writes.begin(), writes.end());
     work.push_back(std::move(replay));
   }
-  std::vector<std::function<void(const box_filter*)>> work;
+  std::vector<replay_fn> work;
 
  private:
   std::vector<const rt::buffer*> exchanged_, written_;

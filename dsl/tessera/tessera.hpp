@@ -29,6 +29,7 @@
 #include <tessera/overlap.hpp>
 #include <tessera/linalg.hpp>
 #include <tessera/solver.hpp>
+#include <tessera/fft.hpp>
 #include <tessera/reshape.hpp>
 #include <tessera/concat.hpp>
 #include <tessera/kernel.hpp>
