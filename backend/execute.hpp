@@ -12,6 +12,7 @@
 #include <backend/rtc/rtc.hpp>
 #include <backend/runtime/runtime.hpp>
 #include <backend/solver/solver.hpp>
+#include <backend/sparse/sparse.hpp>
 #include <tessera/device.hpp>
 #if TS_DEVICE_COMPILER
 #include <backend/cuda/executor.cuh>
