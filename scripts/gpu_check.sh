@@ -47,7 +47,7 @@ if [ "$what" = multi ]; then
   source "$ROOT/scripts/common.sh"
   set +e  # common.sh sets -e: report every failure below instead of stopping at the first
   configure > "$OUT/configure.log" 2>&1 || { tail -n 30 "$OUT/configure.log"; exit 1; }
-  cmake --build "$BUILD_DIR" --target tessera_tests tessera_examples bench_stencil bench_linalg bench_solver bench_fft bench_distributed \
+  cmake --build "$BUILD_DIR" --target tessera_tests tessera_examples bench_stencil bench_linalg bench_solver bench_fft bench_sparse bench_distributed \
     -j "$(nproc)" > "$OUT/build.log" 2>&1 || { grep -E "error" "$OUT/build.log" | head -20; exit 1; }
   # The benchmarks first: they are the shortest part and hold the targets.
   "$BUILD_DIR/bench_stencil" 2>&1 | tee "$OUT/bench_stencil.log" | tail -n 17
@@ -55,7 +55,7 @@ if [ "$what" = multi ]; then
   echo "== GPU tests on $gpus GPUs (mpirun runs included)"
   ctest --test-dir "$BUILD_DIR" -L gpu --output-on-failure -j 8 2>&1 | tee "$OUT/test_gpus.log" | tail -n 25
   [ "${PIPESTATUS[0]}" = 0 ] || status=1
-  for e in jacobi game_of_life multi_gpu least_squares poisson_fft; do
+  for e in jacobi game_of_life multi_gpu least_squares poisson_fft sparse_cg pagerank; do
     "$BUILD_DIR/$e" > "$OUT/$e.log" 2>&1 || { status=1; echo "$e FAILED"; }
     tail -n 2 "$OUT/$e.log"
   done
@@ -65,6 +65,8 @@ if [ "$what" = multi ]; then
   "$BUILD_DIR/bench_linalg" --reps 5 2>&1 | tee "$OUT/bench_linalg.log" | tail -n 8
   "$BUILD_DIR/bench_solver" --reps 3 2>&1 | tee "$OUT/bench_solver.log" | tail -n 8
   "$BUILD_DIR/bench_fft" --reps 5 2>&1 | tee "$OUT/bench_fft.log" | tail -n 8
+  "$BUILD_DIR/bench_sparse" 2>&1 | tee "$OUT/bench_sparse.log" | tail -n 16
+  [ "${PIPESTATUS[0]}" = 0 ] || status=1
 fi
 if [ "$what" = suite ]; then
   gpus=$(nvidia-smi -L | grep -c '^GPU ')
@@ -76,7 +78,7 @@ if [ "$what" = suite ]; then
   ctest --test-dir "$BUILD_DIR" -L gpu --output-on-failure -j 8 > "$OUT/test_gpus.log" 2>&1
   [ $? = 0 ] || status=1
   grep -E "tests passed|\*\*\*|Failed|Skipped|SKIPPED" "$OUT/test_gpus.log" | sort | uniq -c | sort -rn | head -30
-  for e in jacobi game_of_life multi_gpu fused_broadcast reductions user_kernels linear_algebra; do
+  for e in jacobi game_of_life multi_gpu fused_broadcast reductions user_kernels linear_algebra least_squares poisson_fft sparse_cg pagerank; do
     [ -x "$BUILD_DIR/$e" ] || continue
     "$BUILD_DIR/$e" > "$OUT/ex_$e.log" 2>&1 || { status=1; echo "$e FAILED"; }
     echo "$e: $(tail -n 1 "$OUT/ex_$e.log")"
