@@ -100,6 +100,18 @@ class soak {
   void cycle() {
     const index_t n = size();
     const int extra = static_cast<int>(g_() % 5);
+    const index_t m = 1 + static_cast<index_t>(g_() % 63);
+    cycle_with(n, extra, m % 7 + 1, m % 9 + 1);
+  }
+  // Every kind of cycle at the largest size, the smallest and an odd one in between, so that what
+  // the libraries allocate on first use (NCCL's buffers of each algorithm and protocol, the local
+  // memory a kernel's stack needs, cuBLAS and CUB workspaces) exists before the soak measures.
+  void warm_up() {
+    const index_t largest = (index_t(1) << max_log2_) + 999;
+    for (index_t n : {index_t(0), index_t(1), index_t(999), largest})
+      for (int extra = 0; extra < 5; ++extra) cycle_with(n, extra, 7, 9);
+  }
+  void cycle_with(index_t n, int extra, index_t rows, index_t dim_rows) {
     Array<float, 1> a = rand<float>({n});
     const Array<float, 1> b = 2.f * a + sin(a);
     sum_ += sum(b);
@@ -107,12 +119,12 @@ class soak {
       Array<float, 1> r = ones<float>({std::max<index_t>(n, 1)}, replicate(D_));
       allreduce(r);
     } else if (extra == 1) {  // a copy whose blocks cross ranks
-      const index_t m = 1 + static_cast<index_t>(g_() % 7);
+      const index_t m = rows;
       const Array<float, 2> x = zeros<float>({m, n}, shard(1, D_));
       const Array<float, 2> y = copy(x, shard(0, D_));
       sum_ += sum(y);
     } else if (extra == 2) {  // along a dim: partials across devices
-      const index_t m = 1 + static_cast<index_t>(g_() % 9);
+      const index_t m = dim_rows;
       const Array<float, 2> x = ones<float>({m, std::max<index_t>(n / m, 1)}, shard(1, D_));
       sum_ += to_host(sum(x, dims(1)))[0];
     } else if (extra == 3 && n <= (index_t(1) << 16)) {
@@ -177,6 +189,7 @@ int main(int argc, char** argv) {
     // The warm-up also lets every cache reach its size (communicators, compiled kernels, pools,
     // threads): only what grows after it counts.
     const long long warm = std::min<long long>(1000, cycles / 4 + 1);
+    s.warm_up();
     for (long long i = 0; i < warm; ++i) s.cycle();
     const usage start = measure(local_gpus);
     const auto t0 = std::chrono::steady_clock::now();
