@@ -60,11 +60,35 @@ void run_task(const void* task, int device, int shard, bool host) {
   }
 }
 
+template <class Task>
+void* clone_task(const void* task) {
+  return new Task(*static_cast<const Task*>(task));
+}
+template <class Task>
+void destroy_task(void* task) {
+  delete static_cast<Task*>(task);
+}
+
 // Runs every job (GPU jobs queued on their streams first, then host jobs; `sequential` waits for
 // each). The caller's current CUDA device is restored, and the first error rethrown once every
 // started job has finished.
+// Tasks whose results stay on the devices (assignments, user kernels, products) may be captured
+// (capture.hpp); the others are followed by host work that reads what they computed (reductions,
+// scans, sorts, solvers' info, FFT plans) and are refused while capturing.
+template <class Task>
+inline constexpr bool capturable_task = requires { Task::capturable; };
+
 template <class Task>
 void execute(const std::vector<Job<Task>>& jobs, bool sequential = false) {
+  if constexpr (!capturable_task<Task>) {
+    rt::refuse_while_capturing("a reduction, scan, sort, FFT or solver (their results are read back by the host)");
+  } else if constexpr (requires(const Task& t) { t.kind; t.value_bytes; }) {
+    // A ReductionKernel folds into its device's result slot, read by the host afterwards.
+    if (rt::capturing()) {
+      for (const auto& j : jobs)
+        if (j.task.kind == kernel_kind::reduction) rt::refuse_while_capturing("a ReductionKernel (a reduction)");
+    }
+  }
   std::vector<rt::shard_launch> launches;
   launches.reserve(jobs.size());
   for (const auto& j : jobs) {
@@ -74,7 +98,9 @@ void execute(const std::vector<Job<Task>>& jobs, bool sequential = false) {
                         .n = j.n,
                         .run = &run_task<Task>,
                         .task = &j.task,
-                        .uses = &j.uses});
+                        .uses = &j.uses,
+                        .clone = &clone_task<Task>,
+                        .destroy = &destroy_task<Task>});
   }
   rt::run_shards(launches.data(), launches.size(), sequential);
 }

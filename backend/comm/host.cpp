@@ -63,6 +63,7 @@ std::string device_list(const int* devices, int n) {
 // Checks the device list of a collective; returns true when its devices are GPUs.
 bool check_devices(const char* what, const int* devices, int n) {
   rt::refuse_while_recording(what);
+  rt::refuse_while_capturing(what);
   if (n < 1 || devices == nullptr) {
     throw invalid_argument(std::string("tessera: comm::") + what + " needs at least one device, found " +
                            std::to_string(devices == nullptr ? 0 : n));

@@ -178,12 +178,24 @@ void copy_across(int dst_device, void* dst, std::size_t dst_pitch, int src_devic
   }
 }
 
+// While capturing (capture.cpp): a copy between host devices is recorded for the replays, one
+// between a GPU and a host device (staged through host memory, with waits) is refused; one
+// between GPUs runs into the stream capture. Returns true when the copy was recorded.
+bool captured_copy(const copy_region& r) {
+  if (!capturing()) return false;
+  const bool dg = is_gpu(get(), r.dst_device), sg = is_gpu(get(), r.src_device);
+  if (dg && sg) return false;
+  if (dg != sg) refuse_while_capturing("a copy between a GPU and a host device");
+  return capture_host_copies(&r, 1);
+}
+
 }  // namespace
 
 void copy_between_2d(int dst_device, void* dst, std::size_t dst_pitch, int src_device, const void* src,
                      std::size_t src_pitch, std::size_t width, std::size_t height) {
   refuse_while_recording("a copy between devices");
   if (width == 0 || height == 0) return;
+  if (captured_copy({dst_device, dst, dst_pitch, src_device, src, src_pitch, width, height})) return;
   const int pair[2] = {dst_device, src_device};
   if (crosses_ranks(pair, 2, "a copy between devices")) {
     return copy_across(dst_device, dst, dst_pitch, src_device, src, src_pitch, width, height);
@@ -195,6 +207,7 @@ void copy_between(int dst_device, void* dst, int src_device, const void* src, st
                   buffer* src_buf) {
   refuse_while_recording("a copy between devices");
   if (bytes == 0) return;
+  if (captured_copy({dst_device, dst, bytes, src_device, src, bytes, bytes, 1})) return;
   if (dst_buf) make_resident(*dst_buf);
   if (src_buf) make_resident(*src_buf);
   const int pair[2] = {dst_device, src_device};
@@ -212,6 +225,7 @@ void copy_many(const copy_region* regions, std::size_t n, copy_ticket* ticket) {
   for (std::size_t i = 0; i < n; ++i) {
     const copy_region& r = regions[i];
     if (r.width == 0 || r.height == 0) continue;
+    if (captured_copy(r)) continue;
     if (r.dst_buf) make_resident(*r.dst_buf);
     if (r.src_buf) make_resident(*r.src_buf);
     const int pair[2] = {r.dst_device, r.src_device};

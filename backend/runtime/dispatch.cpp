@@ -2,7 +2,7 @@
 // Tessera runtime: the shard dispatch loop shared by every operation (assignments, full
 // reductions, reductions along dims), compiled once instead of once per expression type. Across
 // processes every rank plans every shard (so plans and errors agree) and runs only its own.
-#include <backend/runtime/runtime.hpp>
+#include <backend/runtime/state.hpp>
 
 #include <string>
 #include <vector>
@@ -25,6 +25,8 @@ void refuse_while_recording(const char* what) {
 void run_shards(const shard_launch* shards, std::size_t count, bool sequential) {
   refuse_while_recording("an operation that launches work other than an assignment (a reduction, scan, sort, "
                          "fill or user kernel)");
+  // A capture records the host shards (capture.cpp); the GPU shards run into the stream capture.
+  const bool host_recorded = capture_host_launches(shards, count, sequential);
   auto pooled = [&](const shard_launch& s) {
     return !sequential && s.host && s.n >= host_parallel_threshold && !is_remote(s.device);
   };
@@ -38,7 +40,7 @@ void run_shards(const shard_launch* shards, std::size_t count, bool sequential) 
   for (const bool host_pass : {false, true}) {
     for (std::size_t i = 0; i < count; ++i) {
       const shard_launch& s = shards[i];
-      if (s.host != host_pass) continue;
+      if (s.host != host_pass || (host_pass && host_recorded)) continue;
       if (is_remote(s.device)) continue;  // another rank computes it (docs/distributed.md)
       if (s.uses) make_resident(*s.uses);
       if (use_pool && pooled(s)) {
@@ -46,7 +48,7 @@ void run_shards(const shard_launch* shards, std::size_t count, bool sequential) 
         continue;
       }
       s.run(s.task, s.device, s.shard, s.host);
-      if (sequential) synchronize_device(s.device);
+      if (sequential && !host_recorded) synchronize_device(s.device);
     }
   }
   // The large host shards share the pool with their own chunks: a shard's thread takes part in

@@ -180,6 +180,7 @@ void* allocate(int device_id, std::size_t bytes, memory kind) {
 void deallocate(int device_id, void* p, std::size_t bytes, memory kind, bool host_touched) noexcept {
   (void)bytes, (void)kind, (void)host_touched;
   if (p == nullptr) return;
+  if (capture_defer_free(device_id, p, bytes, kind, host_touched)) return;  // the captured graph uses it
   if (is_remote(device_id)) {
     (void)munmap(p, remote_span(bytes));
     return;
@@ -202,6 +203,9 @@ void deallocate(int device_id, void* p, std::size_t bytes, memory kind, bool hos
 
 void make_resident(buffer& b) {
   if (!b.host_touched.load(std::memory_order_relaxed)) return;
+  // A prefetch cannot be captured: the pages migrate on the first replay's touch, and the next
+  // plain launch prefetches (docs/semantics.md, "Captured loops").
+  if (capturing()) return;
   // exchange: only one of several racing launches issues the prefetch.
   if (!b.host_touched.exchange(false, std::memory_order_acq_rel)) return;
 #if TESSERA_HAS_CUDA
@@ -222,6 +226,7 @@ void make_resident(const buffer_list& uses) {
 }
 
 void* host_access(buffer& b) {
+  refuse_while_capturing("host access to an array's storage (host_data, element writes)");
   if (is_remote(b.device)) {
     throw invalid_argument("tessera: host code cannot read or write storage on " + info(b.device).name +
                            ", a device of another rank; use to_host(a) or a.at(...) (every rank gets the values) or "
@@ -269,6 +274,8 @@ scratch_slot& scratch_slot_of(int device_id) {
 }  // namespace
 
 void* scratch(int device_id, std::size_t bytes) {
+  // The scratch grows (and moves) with later reductions: a captured graph would keep the old one.
+  refuse_while_capturing("a reduction, scan or sort (their temporary storage is the runtime's scratch)");
   (void)info(device_id);
   scratch_slot& sl = scratch_slot_of(device_id);
   std::lock_guard<std::mutex> lock(sl.m);
@@ -353,6 +360,7 @@ unsigned* block_counter(int device_id) {
 
 void read_results(const int* devices, std::size_t n, void* out, std::size_t bytes) {
   refuse_while_recording("a reduction to the host");
+  refuse_while_capturing("a reduction to the host");
   auto* o = static_cast<char*>(out);
   std::vector<int> owner(n);
   for (std::size_t i = 0; i < n; ++i) {

@@ -114,7 +114,13 @@ void* pool_take(int device_id, std::size_t cls, memory kind) {
   gpu_state& g = gpu(device_id);
   try {
     device_guard guard(device_id);
-    for (cudaEvent_t e : b.after) cuda_check(cudaStreamWaitEvent(g.stream, e, 0), "cudaStreamWaitEvent", device_id);
+    // While capturing, the events recorded before the capture have completed (begin_capture waits
+    // for every GPU) and none is recorded during it (frees are kept), so nothing is waited for: a
+    // wait on an event from outside would break the capture.
+    for (cudaEvent_t e : b.after) {
+      if (capturing() && cudaEventQuery(e) == cudaSuccess) continue;
+      cuda_check(cudaStreamWaitEvent(g.stream, e, 0), "cudaStreamWaitEvent", device_id);
+    }
     if (kind == memory::unified && b.host_touched && g.concurrent_managed) prefetch(b.p, cls, device_id, g.stream);
   } catch (...) {
     return_events(b);

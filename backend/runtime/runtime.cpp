@@ -370,6 +370,7 @@ void restore_cuda_device(int ordinal) {
 }
 
 void synchronize_device(int device_id) {
+  refuse_while_capturing("a wait for a device (synchronize, a host read)");
   (void)info(device_id);
 #if TESSERA_HAS_CUDA
   if (is_gpu(get(), device_id)) {
@@ -450,6 +451,7 @@ Device current_device() {
 }
 
 void synchronize() {
+  detail::rt::refuse_while_capturing("a wait for the devices (synchronize)");
   const int g = detail::rt::get().gpu_count;
   for (int d = 0; d < g; ++d) detail::rt::synchronize_device(d);
 }

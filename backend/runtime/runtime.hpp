@@ -200,6 +200,10 @@ struct shard_launch {
   void (*run)(const void* task, int device, int shard, bool host);
   const void* task;
   const buffer_list* uses = nullptr;
+  // A copy of the task that outlives the caller's (a captured host operation keeps one), and
+  // its deletion.
+  void* (*clone)(const void* task) = nullptr;
+  void (*destroy)(void* task) = nullptr;
 };
 // Host shards at least this large run concurrently on the host thread pool when several are
 // launched with par.
@@ -290,6 +294,25 @@ void finish_copies(copy_ticket& ticket);
 void set_recording(bool on);
 bool recording();
 void refuse_while_recording(const char* what);
+
+// -- captured loops (tessera::capture, dsl/tessera/capture.hpp; backend/runtime/capture.cpp) --
+// While this thread runs a capture's body, the work it queues is recorded, not run: on GPUs into
+// one CUDA graph over every GPU of the process, on host devices as a list of operations. Memory
+// the body frees is kept until release_capture. What would wait for the host is refused by name.
+struct capture_session;
+capture_session* begin_capture();
+// Ends the recording (instantiates the graph); throws a named error when the body's GPU work
+// could not be captured. On a throw, the caller still owns the session (release_capture).
+void end_capture(capture_session* s);
+// Ends a recording whose body threw, and releases it.
+void abort_capture(capture_session* s) noexcept;
+// Runs the recorded work once more, ordered after the work queued before on every device and
+// before the work queued after.
+void replay(capture_session* s);
+// Waits for the replays, frees the graph and the memory kept for it.
+void release_capture(capture_session* s) noexcept;
+bool capturing();
+void refuse_while_capturing(const char* what);
 
 // -- host transfers (through pinned staging buffers; each call waits for the copy) ------------
 // Across processes copy_to_host is collective: the device's rank sends the rows to every rank, so

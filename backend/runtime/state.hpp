@@ -60,6 +60,12 @@ struct state {
 // order) fails, and user statics may still free buffers at exit.
 state& get();
 
+// Captured loops (capture.cpp): while this thread captures, frees are kept for the graph, host
+// devices' launches and copies are recorded (each returns true when it took the work).
+bool capture_defer_free(int device_id, void* p, std::size_t bytes, memory kind, bool host_touched);
+bool capture_host_launches(const shard_launch* shards, std::size_t count, bool sequential);
+bool capture_host_copies(const copy_region* regions, std::size_t n);
+
 inline bool is_gpu(const state& s, int device_id) { return device_id >= 0 && device_id < s.gpu_count; }
 
 #if TESSERA_HAS_CUDA

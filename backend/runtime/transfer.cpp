@@ -154,6 +154,7 @@ void local_copy_from_host(int device_id, void* dst, std::size_t dst_pitch, const
 
 void copy_regions_to_host(const host_region* regions, std::size_t n) {
   refuse_while_recording("a host read (to_host, at, printing)");
+  refuse_while_capturing("a host read (to_host, at, printing)");
   std::vector<int> ids(n);
   for (std::size_t i = 0; i < n; ++i) ids[i] = regions[i].device;
   if (!crosses_ranks(ids.data(), n, "a host read")) {
@@ -202,6 +203,7 @@ void copy_to_host(int device_id, void* dst, std::size_t dst_pitch, const void* s
 void copy_from_host(int device_id, void* dst, std::size_t dst_pitch, const void* src, std::size_t src_pitch,
                     std::size_t width, std::size_t height) {
   refuse_while_recording("a host write (from_host)");
+  refuse_while_capturing("a host write (from_host)");
   if (is_remote(device_id)) return;  // its rank writes it, from its own host values
   local_copy_from_host(device_id, dst, dst_pitch, src, src_pitch, width, height);
 }

@@ -329,12 +329,14 @@ struct ShardTask {
   path mode;
   bool wide;
   static constexpr int K = vector_width<E, sizeof(typename Out::value_type)>;
+  static constexpr bool capturable = true;  // pure device work (capture.hpp)
 };
 
 // for_each_shard's task: f(i, args...) for i < n, the args being a shard's descriptions
 // (tessera::shard) and values.
 template <class F, class... A>
 struct ForEachTask {
+  static constexpr bool capturable = true;
   F f;
   ev_tuple<A...> args;
   index_t n;

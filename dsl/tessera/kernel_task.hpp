@@ -87,6 +87,7 @@ enum class kernel_kind : unsigned char {
 
 struct KernelTask {
   static constexpr bool in_library = true;  // both executors are in tessera_runtime (execute.hpp)
+  static constexpr bool capturable = true;  // but not kernel_kind::reduction (execute.hpp refuses it)
   kernel_kind kind;
   rtc::program* program = nullptr;  // null for `compiled`
   const void* compiled = nullptr;   // the __global__ function of `compiled`

@@ -24,6 +24,7 @@ struct operand {
 
 struct ProductTask {
   static constexpr bool in_library = true;  // both executors are in tessera_runtime (execute.hpp)
+  static constexpr bool capturable = true;  // pure device work (capture.hpp)
   blas::dtype type;
   bool matrix_vector;  // gemv: `b` is x (b.ld its stride), `c` is y (ldc its stride)
   std::int64_t m, n, k;  // C is m x n, the inner dimension k (k == 0 writes zeros)

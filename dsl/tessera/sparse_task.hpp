@@ -25,6 +25,7 @@ enum class op {
 
 struct SparseTask {
   static constexpr bool in_library = true;  // both executors are in tessera_runtime (execute.hpp)
+  static constexpr bool capturable = true;  // pure device work (capture.hpp)
   sparse::op op;
   sparse::dtype type;
   std::int64_t rows = 0, cols = 0;  // the shard's row block and column block

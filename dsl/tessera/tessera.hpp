@@ -32,6 +32,7 @@
 #include <tessera/fft.hpp>
 #include <tessera/reshape.hpp>
 #include <tessera/concat.hpp>
+#include <tessera/capture.hpp>
 #include <tessera/kernel.hpp>
 #include <tessera/elementwise_kernel.hpp>
 #include <tessera/reduction_kernel.hpp>

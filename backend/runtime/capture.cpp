@@ -1,0 +1,260 @@
+// SPDX-License-Identifier: Apache-2.0
+// Captured loops (tessera::capture, dsl/tessera/capture.hpp): while a body runs, the work it
+// queues is recorded instead of run, then replayed as often as asked.
+//  * GPUs: one CUDA stream capture over every GPU of the process. The first GPU's stream begins
+//    it; every other GPU's stream joins it by waiting for an event recorded there (and leaves it
+//    the same way before the end), so the copies between GPUs that the body makes (peer copies
+//    ordered by events) are part of the one graph. Relaxed mode: the runtime may still allocate
+//    (cudaMalloc) while capturing.
+//  * Host devices: each operation's shards (their tasks cloned) and each copy between host
+//    devices, in order, replayed through the same dispatch loop.
+// Memory freed while capturing (the body's temporaries) is kept until the capture is released,
+// since the graph reads and writes it at every replay; nothing the body allocates is reused by
+// the body itself. Work that waits for the host (reads to the host, collectives, reductions and
+// scans, which need the runtime's grow-only scratch) is refused by name.
+#include <backend/process/mpi.hpp>
+#include <backend/runtime/state.hpp>
+
+#include <string>
+#include <vector>
+
+namespace tessera::detail::rt {
+
+struct capture_session {
+  struct kept_block {
+    int device;
+    void* p;
+    std::size_t bytes;
+    memory kind;
+    bool host_touched;
+  };
+  // One recorded host operation: its launches, whose tasks are clones owned here.
+  struct host_step {
+    std::vector<shard_launch> launches;
+    std::vector<copy_region> copies;  // or a batch of copies between host devices
+    bool sequential = false;
+  };
+  std::vector<int> gpus;  // this process's GPUs; gpus[0] begins the capture
+  std::vector<host_step> steps;
+  std::vector<kept_block> kept;
+  bool gpu_work = false, host_work = false;
+#if TESSERA_HAS_CUDA
+  std::vector<cudaEvent_t> events;  // fork, then one join per other GPU; reused by replay
+  cudaGraph_t graph = nullptr;
+  cudaGraphExec_t exec = nullptr;
+#endif
+  ~capture_session() {
+    for (auto& st : steps)
+      for (auto& l : st.launches)
+        if (l.destroy) l.destroy(const_cast<void*>(l.task));
+  }
+};
+
+namespace {
+thread_local capture_session* active = nullptr;
+
+[[noreturn]] void fail(const std::string& what) { throw invalid_argument("tessera: capture: " + what); }
+}  // namespace
+
+bool capturing() { return active != nullptr; }
+
+void refuse_while_capturing(const char* what) {
+  if (active == nullptr) return;
+  fail(std::string("the body may only queue device work (assignments, copies between GPUs or between host "
+                   "devices, update_halo, matmul, user kernels), found ") +
+       what + "; do it before or after the capture, or between replays");
+}
+
+bool capture_defer_free(int device_id, void* p, std::size_t bytes, memory kind, bool host_touched) {
+  if (active == nullptr || p == nullptr) return false;
+  active->kept.push_back({device_id, p, bytes, kind, host_touched});
+  return true;
+}
+
+bool capture_host_launches(const shard_launch* shards, std::size_t count, bool sequential) {
+  if (active == nullptr) return false;
+  capture_session::host_step step;
+  step.sequential = sequential;
+  for (std::size_t i = 0; i < count; ++i) {
+    const shard_launch& s = shards[i];
+    if (!s.host) {
+      active->gpu_work = true;
+      continue;
+    }
+    if (s.clone == nullptr) fail("internal: a host task without a copy function");
+    shard_launch c = s;
+    c.task = s.clone(s.task);
+    c.uses = nullptr;  // host devices need no residency; the buffers may be the body's temporaries
+    step.launches.push_back(c);
+  }
+  if (!step.launches.empty()) {
+    active->host_work = true;
+    active->steps.push_back(std::move(step));
+  }
+  // GPU shards of the same operation still run (into the stream capture); the caller skips the
+  // host ones.
+  return true;
+}
+
+bool capture_host_copies(const copy_region* regions, std::size_t n) {
+  if (active == nullptr) return false;
+  capture_session::host_step step;
+  for (std::size_t i = 0; i < n; ++i) {
+    copy_region r = regions[i];
+    r.dst_buf = r.src_buf = nullptr;
+    step.copies.push_back(r);
+  }
+  active->host_work = true;
+  active->steps.push_back(std::move(step));
+  return true;
+}
+
+capture_session* begin_capture() {
+  if (active != nullptr) fail("a capture inside another capture's body");
+  if (recording()) fail("a capture inside hide_communication's body");
+  if (dist::spans_processes()) {
+    fail("the devices span several processes (MPI ranks); captured replays run in one process only");
+  }
+  auto s = std::make_unique<capture_session>();
+  const state& st = get();
+  for (int d = 0; d < st.gpu_count; ++d) s->gpus.push_back(d);
+#if TESSERA_HAS_CUDA
+  if (!s->gpus.empty()) {
+    // Everything queued before is finished: the memory cache's blocks are then free of earlier
+    // work (pool_take need not wait for events recorded outside the capture).
+    for (int d : s->gpus) synchronize_device(d);
+    s->events.assign(s->gpus.size(), nullptr);
+    for (std::size_t i = 0; i < s->gpus.size(); ++i) {
+      device_guard guard(s->gpus[i]);
+      cuda_check(cudaEventCreateWithFlags(&s->events[i], cudaEventDisableTiming), "cudaEventCreateWithFlags",
+                 s->gpus[i]);
+    }
+    const int o = s->gpus[0];
+    device_guard guard(o);
+    cuda_check(cudaStreamBeginCapture(gpu(o).stream, cudaStreamCaptureModeRelaxed), "cudaStreamBeginCapture", o);
+    cuda_check(cudaEventRecord(s->events[0], gpu(o).stream), "cudaEventRecord", o);
+    for (std::size_t i = 1; i < s->gpus.size(); ++i) {
+      const int d = s->gpus[i];
+      device_guard g(d);
+      cuda_check(cudaStreamWaitEvent(gpu(d).stream, s->events[0], 0), "cudaStreamWaitEvent", d);
+    }
+  }
+#endif
+  active = s.get();
+  return s.release();
+}
+
+namespace {
+#if TESSERA_HAS_CUDA
+// Joins every GPU's stream back into the first's and ends the capture; the graph, or null.
+cudaGraph_t end_stream_capture(capture_session& s, cudaError_t& err) {
+  const int o = s.gpus[0];
+  err = cudaSuccess;
+  for (std::size_t i = 1; i < s.gpus.size() && err == cudaSuccess; ++i) {
+    const int d = s.gpus[i];
+    device_guard g(d);
+    err = cudaEventRecord(s.events[i], gpu(d).stream);
+    if (err == cudaSuccess) err = cudaStreamWaitEvent(gpu(o).stream, s.events[i], 0);
+  }
+  device_guard guard(o);
+  cudaGraph_t graph = nullptr;
+  const cudaError_t e = cudaStreamEndCapture(gpu(o).stream, &graph);
+  if (err == cudaSuccess) err = e;
+  (void)cudaGetLastError();
+  if (err != cudaSuccess && graph) {
+    (void)cudaGraphDestroy(graph);
+    graph = nullptr;
+  }
+  return graph;
+}
+#endif
+}  // namespace
+
+void end_capture(capture_session* s) {
+  active = nullptr;
+#if TESSERA_HAS_CUDA
+  if (!s->gpus.empty()) {
+    cudaError_t err = cudaSuccess;
+    s->graph = end_stream_capture(*s, err);
+    if (err != cudaSuccess) {
+      throw backend_error(std::string("tessera: capture: the body's GPU work could not be captured (") +
+                          cudaGetErrorName(err) + ": " + cudaGetErrorString(err) +
+                          "); a body may not wait for a GPU (host reads, synchronize) or leave copies unfinished");
+    }
+    const int o = s->gpus[0];
+    device_guard guard(o);
+    cuda_check(cudaGraphInstantiate(&s->exec, s->graph, 0), "cudaGraphInstantiate", o);
+  }
+#endif
+  if (s->gpu_work && s->host_work) {
+    fail("the body queued work on GPUs and on host devices; capture one kind per body");
+  }
+}
+
+void abort_capture(capture_session* s) noexcept {
+  if (active == s) active = nullptr;
+#if TESSERA_HAS_CUDA
+  if (!s->gpus.empty() && s->graph == nullptr) {
+    cudaError_t err = cudaSuccess;
+    if (cudaGraph_t g = end_stream_capture(*s, err)) (void)cudaGraphDestroy(g);
+  }
+#endif
+  release_capture(s);
+}
+
+void replay(capture_session* s) {
+  if (active != nullptr) fail("replay() inside a capture's body");
+  refuse_while_recording("a replay of a captured graph");
+#if TESSERA_HAS_CUDA
+  if (s->exec) {
+    const int o = s->gpus[0];
+    // The graph starts after the work already queued on every GPU, and the work queued after it
+    // on any GPU waits for the whole graph (it ends on the first GPU's stream).
+    for (std::size_t i = 1; i < s->gpus.size(); ++i) {
+      const int d = s->gpus[i];
+      device_guard g(d);
+      cuda_check(cudaEventRecord(s->events[i], gpu(d).stream), "cudaEventRecord", d);
+      cuda_check(cudaStreamWaitEvent(gpu(o).stream, s->events[i], 0), "cudaStreamWaitEvent", o);
+    }
+    {
+      device_guard guard(o);
+      const cudaError_t e = cudaGraphLaunch(s->exec, gpu(o).stream);
+      if (e != cudaSuccess) {
+        (void)cudaGetLastError();
+        throw backend_error(std::string("tessera: capture: replay failed on cuda:") + std::to_string(o) + ": " +
+                            cudaGetErrorName(e) + " (" + cudaGetErrorString(e) + ")");
+      }
+      if (s->gpus.size() > 1) cuda_check(cudaEventRecord(s->events[0], gpu(o).stream), "cudaEventRecord", o);
+    }
+    for (std::size_t i = 1; i < s->gpus.size(); ++i) {
+      const int d = s->gpus[i];
+      device_guard g(d);
+      cuda_check(cudaStreamWaitEvent(gpu(d).stream, s->events[0], 0), "cudaStreamWaitEvent", d);
+    }
+  }
+#endif
+  for (const auto& st : s->steps) {
+    if (!st.copies.empty()) copy_between_many(st.copies.data(), st.copies.size());
+    if (!st.launches.empty()) run_shards(st.launches.data(), st.launches.size(), st.sequential);
+  }
+}
+
+void release_capture(capture_session* s) noexcept {
+  if (s == nullptr) return;
+  if (active == s) active = nullptr;
+#if TESSERA_HAS_CUDA
+  for (int d : s->gpus) {
+    device_guard g(d);
+    (void)cudaStreamSynchronize(gpu(d).stream);  // a replay may still run
+  }
+  if (s->exec) (void)cudaGraphExecDestroy(s->exec);
+  if (s->graph) (void)cudaGraphDestroy(s->graph);
+  for (auto e : s->events)
+    if (e) (void)cudaEventDestroy(e);
+  (void)cudaGetLastError();
+#endif
+  for (const auto& k : s->kept) deallocate(k.device, k.p, k.bytes, k.kind, k.host_touched);
+  delete s;
+}
+
+}  // namespace tessera::detail::rt
