@@ -387,6 +387,7 @@ void copy_one(int device, void* dst, const void* src, std::size_t bytes) {
 // call in errors; `bytes` (per device) goes into the consistency check across ranks.
 template <class Call>
 void run_group(const char* what, const int* devices, int n, std::size_t bytes, Call&& call) {
+  rt::refuse_while_capturing(what);
   const bool across = rt::crosses_ranks(devices, static_cast<std::size_t>(n), what);
   // Before anything is queued or created: a mismatched call, or a rank that failed earlier, is
   // named on every rank here instead of hanging in NCCL.

@@ -34,14 +34,17 @@ struct capture_session {
     std::vector<copy_region> copies;  // or a batch of copies between host devices
     bool sequential = false;
   };
-  std::vector<int> gpus;  // this process's GPUs; gpus[0] begins the capture
+  std::vector<int> gpus;  // this process's GPUs; gpus[0] begins a joint capture
+  bool joint = false;
   std::vector<host_step> steps;
   std::vector<kept_block> kept;
   bool gpu_work = false, host_work = false;
 #if TESSERA_HAS_CUDA
-  std::vector<cudaEvent_t> events;  // fork, then one join per other GPU; reused by replay
-  cudaGraph_t graph = nullptr;
+  std::vector<cudaEvent_t> events;  // joint: fork, then one join per other GPU; reused by replay
+  cudaGraph_t graph = nullptr;      // joint
   cudaGraphExec_t exec = nullptr;
+  std::vector<cudaGraph_t> graphs;  // independent: one per GPU (null: nothing recorded there)
+  std::vector<cudaGraphExec_t> execs;
 #endif
   ~capture_session() {
     for (auto& st : steps)
@@ -63,6 +66,10 @@ void refuse_while_capturing(const char* what) {
   fail(std::string("the body may only queue device work (assignments, copies between GPUs or between host "
                    "devices, update_halo, matmul, user kernels), found ") +
        what + "; do it before or after the capture, or between replays");
+}
+
+void capture_links_devices() {
+  if (active != nullptr && !active->joint && active->gpus.size() > 1) throw capture_retry{};
 }
 
 bool capture_defer_free(int device_id, void* p, std::size_t bytes, memory kind, bool host_touched) {
@@ -109,13 +116,14 @@ bool capture_host_copies(const copy_region* regions, std::size_t n) {
   return true;
 }
 
-capture_session* begin_capture() {
+capture_session* begin_capture(bool joint) {
   if (active != nullptr) fail("a capture inside another capture's body");
   if (recording()) fail("a capture inside hide_communication's body");
   if (dist::spans_processes()) {
     fail("the devices span several processes (MPI ranks); captured replays run in one process only");
   }
   auto s = std::make_unique<capture_session>();
+  s->joint = joint;
   const state& st = get();
   for (int d = 0; d < st.gpu_count; ++d) s->gpus.push_back(d);
 #if TESSERA_HAS_CUDA
@@ -123,6 +131,26 @@ capture_session* begin_capture() {
     // Everything queued before is finished: the memory cache's blocks are then free of earlier
     // work (pool_take need not wait for events recorded outside the capture).
     for (int d : s->gpus) synchronize_device(d);
+    if (!joint) {
+      s->graphs.assign(s->gpus.size(), nullptr);
+      s->execs.assign(s->gpus.size(), nullptr);
+      for (std::size_t i = 0; i < s->gpus.size(); ++i) {
+        const int d = s->gpus[i];
+        device_guard guard(d);
+        const cudaError_t e = cudaStreamBeginCapture(gpu(d).stream, cudaStreamCaptureModeRelaxed);
+        if (e != cudaSuccess) {
+          for (std::size_t j = 0; j < i; ++j) {  // end the captures already begun
+            device_guard g(s->gpus[j]);
+            cudaGraph_t dropped = nullptr;
+            if (cudaStreamEndCapture(gpu(s->gpus[j]).stream, &dropped) == cudaSuccess && dropped)
+              (void)cudaGraphDestroy(dropped);
+          }
+          cuda_check(e, "cudaStreamBeginCapture", d);
+        }
+      }
+      active = s.get();
+      return s.release();
+    }
     s->events.assign(s->gpus.size(), nullptr);
     for (std::size_t i = 0; i < s->gpus.size(); ++i) {
       device_guard guard(s->gpus[i]);
@@ -170,10 +198,48 @@ cudaGraph_t end_stream_capture(capture_session& s, cudaError_t& err) {
 #endif
 }  // namespace
 
+#if TESSERA_HAS_CUDA
+// Ends every GPU's own capture (independent mode); the first error, the graphs kept in `s`.
+cudaError_t end_independent(capture_session& s) {
+  cudaError_t err = cudaSuccess;
+  for (std::size_t i = 0; i < s.gpus.size(); ++i) {
+    const int d = s.gpus[i];
+    device_guard guard(d);
+    cudaGraph_t g = nullptr;
+    const cudaError_t e = cudaStreamEndCapture(gpu(d).stream, &g);
+    (void)cudaGetLastError();
+    if (e != cudaSuccess) {
+      if (err == cudaSuccess) err = e;
+      if (g) (void)cudaGraphDestroy(g);
+      continue;
+    }
+    std::size_t nodes = 0;
+    if (g && cudaGraphGetNodes(g, nullptr, &nodes) == cudaSuccess && nodes == 0) {
+      (void)cudaGraphDestroy(g);  // nothing ran on this GPU: no launch at replay
+      g = nullptr;
+    }
+    s.graphs[i] = g;
+  }
+  return err;
+}
+#endif
+
 void end_capture(capture_session* s) {
   active = nullptr;
 #if TESSERA_HAS_CUDA
-  if (!s->gpus.empty()) {
+  if (!s->gpus.empty() && !s->joint) {
+    const cudaError_t err = end_independent(*s);
+    if (err != cudaSuccess) {
+      throw backend_error(std::string("tessera: capture: the body's GPU work could not be captured (") +
+                          cudaGetErrorName(err) + ": " + cudaGetErrorString(err) +
+                          "); a body may not wait for a GPU (host reads, synchronize) or leave copies unfinished");
+    }
+    for (std::size_t i = 0; i < s->gpus.size(); ++i) {
+      if (!s->graphs[i]) continue;
+      device_guard guard(s->gpus[i]);
+      cuda_check(cudaGraphInstantiate(&s->execs[i], s->graphs[i], 0), "cudaGraphInstantiate", s->gpus[i]);
+    }
+  } else if (!s->gpus.empty()) {
     cudaError_t err = cudaSuccess;
     s->graph = end_stream_capture(*s, err);
     if (err != cudaSuccess) {
@@ -194,7 +260,9 @@ void end_capture(capture_session* s) {
 void abort_capture(capture_session* s) noexcept {
   if (active == s) active = nullptr;
 #if TESSERA_HAS_CUDA
-  if (!s->gpus.empty() && s->graph == nullptr) {
+  if (!s->gpus.empty() && !s->joint) {  // the body threw: its captures are still open
+    (void)end_independent(*s);
+  } else if (!s->gpus.empty() && s->joint && s->graph == nullptr) {
     cudaError_t err = cudaSuccess;
     if (cudaGraph_t g = end_stream_capture(*s, err)) (void)cudaGraphDestroy(g);
   }
@@ -206,6 +274,17 @@ void replay(capture_session* s) {
   if (active != nullptr) fail("replay() inside a capture's body");
   refuse_while_recording("a replay of a captured graph");
 #if TESSERA_HAS_CUDA
+  for (std::size_t i = 0; i < s->execs.size(); ++i) {
+    if (!s->execs[i]) continue;
+    const int d = s->gpus[i];
+    device_guard guard(d);
+    const cudaError_t e = cudaGraphLaunch(s->execs[i], gpu(d).stream);
+    if (e != cudaSuccess) {
+      (void)cudaGetLastError();
+      throw backend_error(std::string("tessera: capture: replay failed on cuda:") + std::to_string(d) + ": " +
+                          cudaGetErrorName(e) + " (" + cudaGetErrorString(e) + ")");
+    }
+  }
   if (s->exec) {
     const int o = s->gpus[0];
     // The graph starts after the work already queued on every GPU, and the work queued after it
@@ -249,6 +328,10 @@ void release_capture(capture_session* s) noexcept {
   }
   if (s->exec) (void)cudaGraphExecDestroy(s->exec);
   if (s->graph) (void)cudaGraphDestroy(s->graph);
+  for (auto e : s->execs)
+    if (e) (void)cudaGraphExecDestroy(e);
+  for (auto g : s->graphs)
+    if (g) (void)cudaGraphDestroy(g);
   for (auto e : s->events)
     if (e) (void)cudaEventDestroy(e);
   (void)cudaGetLastError();

@@ -25,6 +25,8 @@ namespace {
 // two). With a ticket (start_copies) the copies go on the destinations' copy streams, which also
 // wait for the destinations' own queued work, and the final waits are left to finish_copies.
 void copy_peers(const copy_region* c, std::size_t n, copy_ticket* ticket) {
+  capture_links_devices();  // an independent capture is recorded again, jointly
+  const bool captured = capturing();
   std::vector<int> srcs, dsts;
   auto add = [](std::vector<int>& v, int d) {
     if (std::find(v.begin(), v.end(), d) == v.end()) v.push_back(d);
@@ -72,6 +74,13 @@ void copy_peers(const copy_region* c, std::size_t n, copy_ticket* ticket) {
     for (std::size_t i = 0; i < n; ++i) {
       const copy_region& r = c[i];
       if (r.dst_device != d) continue;
+      if (captured) {
+        // Peer copies cannot be captured; with unified addressing a plain copy between the devices
+        // can, and moves the bytes the same way.
+        cuda_check(cudaMemcpy2DAsync(r.dst, r.dst_pitch, r.src, r.src_pitch, r.width, r.height, cudaMemcpyDefault, st),
+                   "cudaMemcpy2DAsync (captured copy between GPUs)", d);
+        continue;
+      }
       if (r.height == 1) {
         cuda_check(cudaMemcpyPeerAsync(r.dst, d, r.src, r.src_device, r.width, st), "cudaMemcpyPeerAsync", d);
         continue;

@@ -98,8 +98,9 @@ void* allocate_gpu(int d, std::size_t bytes, memory kind) {
       advise(p, bytes, cudaMemAdviseSetPreferredLocation, d);
       advise(p, bytes, cudaMemAdviseSetAccessedBy, d);
       // Populates the pages on the owner now, in stream order, so the first kernel does not
-      // page-fault its way through a fresh buffer.
-      prefetch(p, bytes, d, gpu(d).stream);
+      // page-fault its way through a fresh buffer. A prefetch cannot be captured: a buffer made
+      // by a captured body is populated by its first replay.
+      if (!capturing()) prefetch(p, bytes, d, gpu(d).stream);
     } catch (...) {
       (void)cudaFree(p);
       throw;

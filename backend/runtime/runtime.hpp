@@ -300,7 +300,13 @@ void refuse_while_recording(const char* what);
 // one CUDA graph over every GPU of the process, on host devices as a list of operations. Memory
 // the body frees is kept until release_capture. What would wait for the host is refused by name.
 struct capture_session;
-capture_session* begin_capture();
+// `joint`: one capture over every GPU, joined through events (needed when the body moves data
+// between GPUs); otherwise each GPU's stream is captured into a graph of its own, and a replay is
+// one launch per GPU without any cross-device wait. A body that moves data between GPUs in an
+// independent capture throws capture_retry (not a std::exception): tessera::capture then records
+// the body again, jointly.
+capture_session* begin_capture(bool joint = false);
+struct capture_retry {};
 // Ends the recording (instantiates the graph); throws a named error when the body's GPU work
 // could not be captured. On a throw, the caller still owns the session (release_capture).
 void end_capture(capture_session* s);
@@ -313,6 +319,9 @@ void replay(capture_session* s);
 void release_capture(capture_session* s) noexcept;
 bool capturing();
 void refuse_while_capturing(const char* what);
+// Called before work that links two GPUs (a peer copy): throws capture_retry in an independent
+// capture.
+void capture_links_devices();
 
 // -- host transfers (through pinned staging buffers; each call waits for the copy) ------------
 // Across processes copy_to_host is collective: the device's rank sends the rows to every rank, so

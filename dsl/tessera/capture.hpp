@@ -2,8 +2,9 @@
 // Tessera: captured loops. `auto g = capture([&] { ...assignments... }); g.replay();` runs the body
 // once to record the work it queues, without running it: planning, placement, shape and alias
 // checks happen then, once; each replay() runs the recorded work again, on GPUs as one CUDA graph
-// over every GPU (one launch instead of one per operation and shard), on host devices as the
-// recorded list of tasks. For time-stepping loops of small operations, whose cost is the host's
+// per GPU (one launch instead of one per operation and shard; a body that moves data between GPUs
+// is recorded a second time as one graph over all of them, so its host code may run twice), on
+// host devices as the recorded list of tasks. For time-stepping loops of small operations, whose cost is the host's
 // launches (CUDA.jl's and PyTorch's CUDA graphs, JAX's jit). The body may queue device work only:
 // what waits for the host (to_host, reductions to the host, collectives, synchronize) throws a
 // named error. docs/semantics.md, "Captured loops", gives the rules (what the body may do, the
@@ -54,9 +55,20 @@ class CapturedGraph {
 template <class F>
   requires std::invocable<F&>
 CapturedGraph capture(F&& body) {
-  detail::rt::capture_session* s = detail::rt::begin_capture();
+  // First each GPU's stream on its own (a replay is then one launch per GPU, no cross-device
+  // wait); a body that moves data between GPUs is recorded again over all of them at once.
+  detail::rt::capture_session* s = detail::rt::begin_capture(false);
   try {
     body();
+  } catch (const detail::rt::capture_retry&) {
+    detail::rt::abort_capture(s);
+    s = detail::rt::begin_capture(true);
+    try {
+      body();
+    } catch (...) {
+      detail::rt::abort_capture(s);
+      throw;
+    }
   } catch (...) {
     detail::rt::abort_capture(s);
     throw;

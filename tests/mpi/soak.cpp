@@ -28,6 +28,7 @@
 #include <cstring>
 #include <exception>
 #include <filesystem>
+#include <iterator>
 #include <fstream>
 #include <random>
 #include <string>
@@ -41,7 +42,22 @@ namespace {
 struct usage {
   std::vector<std::size_t> gpu_used;  // bytes, per local GPU
   long rss_kib = 0, fds = 0, threads = 0;
+  std::vector<std::string> thread_names;  // /proc/self/task/*/comm, sorted: named when threads grow
 };
+
+std::vector<std::string> thread_names() {
+  std::vector<std::string> out;
+  std::error_code ec;
+  for (auto it = std::filesystem::directory_iterator("/proc/self/task", ec);
+       !ec && it != std::filesystem::directory_iterator(); it.increment(ec)) {
+    std::ifstream f(it->path() / "comm");
+    std::string name;
+    std::getline(f, name);
+    out.push_back(name);
+  }
+  std::sort(out.begin(), out.end());
+  return out;
+}
 
 long status_field(const char* key) {  // a "Key:   value" line of /proc/self/status
   std::ifstream f("/proc/self/status");
@@ -73,6 +89,7 @@ usage measure(const DeviceSet& local_gpus) {
   u.rss_kib = status_field("VmRSS:");
   u.fds = open_fds();
   u.threads = status_field("Threads:");
+  u.thread_names = thread_names();
   return u;
 }
 
@@ -216,7 +233,14 @@ int main(int argc, char** argv) {
     if (double(end.rss_kib) > std::max(double(start.rss_kib) * 1.01, double(start.rss_kib) + 1024))
       fail("RSS grew by more than 1% (and 1 MiB)");
     if (end.fds > start.fds) fail("open file descriptors grew");
-    if (end.threads > start.threads) fail("threads grew");
+    if (end.threads > start.threads) {
+      std::vector<std::string> added;
+      std::set_difference(end.thread_names.begin(), end.thread_names.end(), start.thread_names.begin(),
+                          start.thread_names.end(), std::back_inserter(added));
+      std::string names;
+      for (auto& n : added) names += (names.empty() ? "" : ", ") + n;
+      fail("threads grew (new: " + names + ")");
+    }
     std::printf("rank %d: %s: %lld cycles in %.1f s (checksum %.6g); %s%sRSS %ld -> %ld KiB, fds %ld -> %ld, "
                 "threads %ld -> %ld%s%s\n",
                 me, status == 0 ? "PASS" : "FAIL", cycles, secs, s.checksum(), gpu_text.c_str(),
