@@ -281,6 +281,7 @@ class queued_group final : public inflight {
 // next call over these devices finds the set on every rank alike). Non-blocking: a peer that
 // never comes is a timeout here, not a hang inside ncclCommInitRank.
 void init_across_ranks(comm_set& set, const int* devices, int n) {
+  start_watchdog();  // its thread exists from the first communicator across ranks on
   std::vector<ncclComm_t>& comms = set.comms;
   ncclUniqueId id{};
   const int root = rt::info(devices[0]).rank;

@@ -4,6 +4,8 @@
 #include <backend/comm/watchdog.hpp>
 #include <backend/process/mpi.hpp>
 
+#include <pthread.h>
+
 #include <algorithm>
 #include <chrono>
 #include <condition_variable>
@@ -99,6 +101,7 @@ background& bg() {
 }
 
 [[noreturn]] void sweep_forever(background* b) {
+  pthread_setname_np(pthread_self(), "tessera-watch");  // named in ps, top and debuggers
   constexpr auto period = std::chrono::milliseconds(1);  // the deadline's resolution; a query is ~1 us
   for (;;) {
     {
@@ -113,15 +116,18 @@ background& bg() {
 
 }  // namespace
 
-void watch_in_background(std::shared_ptr<inflight> op) {
+void start_watchdog() {
   background& b = bg();
-  {
-    std::lock_guard<std::mutex> lock(b.m);
-    if (!b.dog) {
-      b.dog = std::make_unique<watchdog>(dist::timeout_seconds(), [](const std::string& why) { dist::fail(why); });
-      std::thread(sweep_forever, &b).detach();
-    }
+  std::lock_guard<std::mutex> lock(b.m);
+  if (!b.dog) {
+    b.dog = std::make_unique<watchdog>(dist::timeout_seconds(), [](const std::string& why) { dist::fail(why); });
+    std::thread(sweep_forever, &b).detach();
   }
+}
+
+void watch_in_background(std::shared_ptr<inflight> op) {
+  start_watchdog();
+  background& b = bg();
   b.dog->watch(std::move(op));
   { std::lock_guard<std::mutex> lock(b.m); }  // the thread is now waiting or will see the collective
   b.wake.notify_one();

@@ -82,5 +82,8 @@ class watchdog {
 // millisecond while any is in flight (sleeping otherwise), with dist::timeout_seconds() as the
 // deadline, and hands a failure to dist::fail.
 void watch_in_background(std::shared_ptr<inflight> op);
+// Starts the watchdog's thread now (idempotent): called when the first communicator across ranks
+// is made, so that the process's threads do not change later (a soak counts them).
+void start_watchdog();
 
 }  // namespace tessera::detail::comm

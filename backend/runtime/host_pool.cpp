@@ -12,6 +12,8 @@
 // cannot deadlock, whatever the number of workers.
 #include <backend/runtime/runtime.hpp>
 
+#include <pthread.h>
+
 #include <algorithm>
 #include <atomic>
 #include <condition_variable>
@@ -139,7 +141,12 @@ class pool {
   }
 
   void start_workers_locked(int n) {
-    while (static_cast<int>(workers_.size()) < n) workers_.emplace_back([this] { worker(); });
+    while (static_cast<int>(workers_.size()) < n) {
+      workers_.emplace_back([this] {
+        pthread_setname_np(pthread_self(), "tessera-pool");  // named in ps, top and debuggers
+        worker();
+      });
+    }
   }
 
   void stop_workers() {
