@@ -6,7 +6,8 @@
 # (mpirun runs included), the examples, bench/stencil, bench/linalg, bench/solver and the N processes x 1 GPU
 # against 1 process x N GPUs comparison (scripts/bench_distributed.sh). `suite`: the whole build,
 # every gpu-labelled test on all GPUs (mpirun runs with up to 4 ranks, stress and soak included),
-# the examples and a rank killed during an allreduce, a halo exchange and a host read on GPUs.
+# the examples, bench_sparse and bench_capture, and a rank killed during an allreduce, a halo
+# exchange and a host read on GPUs.
 # `ab BASE_TREE`: before/after benchmarks against another tree (scripts/bench_ab.sh) on all GPUs,
 # then on one, then bench_stencil and bench_distributed; run it right after `suite`, while the
 # machine is warm, to reuse its build. Logs go to $OUT when set.
@@ -47,7 +48,7 @@ if [ "$what" = multi ]; then
   source "$ROOT/scripts/common.sh"
   set +e  # common.sh sets -e: report every failure below instead of stopping at the first
   configure > "$OUT/configure.log" 2>&1 || { tail -n 30 "$OUT/configure.log"; exit 1; }
-  cmake --build "$BUILD_DIR" --target tessera_tests tessera_examples bench_stencil bench_linalg bench_solver bench_fft bench_sparse bench_distributed \
+  cmake --build "$BUILD_DIR" --target tessera_tests tessera_examples bench_stencil bench_linalg bench_solver bench_fft bench_sparse bench_capture bench_distributed \
     -j "$(nproc)" > "$OUT/build.log" 2>&1 || { grep -E "error" "$OUT/build.log" | head -20; exit 1; }
   # The benchmarks first: they are the shortest part and hold the targets.
   "$BUILD_DIR/bench_stencil" 2>&1 | tee "$OUT/bench_stencil.log" | tail -n 17
@@ -67,6 +68,8 @@ if [ "$what" = multi ]; then
   "$BUILD_DIR/bench_fft" --reps 5 2>&1 | tee "$OUT/bench_fft.log" | tail -n 8
   "$BUILD_DIR/bench_sparse" 2>&1 | tee "$OUT/bench_sparse.log" | tail -n 16
   [ "${PIPESTATUS[0]}" = 0 ] || status=1
+  "$BUILD_DIR/bench_capture" 2>&1 | tee "$OUT/bench_capture.log" | tail -n 9
+  [ "${PIPESTATUS[0]}" = 0 ] || status=1
 fi
 if [ "$what" = suite ]; then
   gpus=$(nvidia-smi -L | grep -c '^GPU ')
@@ -82,6 +85,11 @@ if [ "$what" = suite ]; then
     [ -x "$BUILD_DIR/$e" ] || continue
     "$BUILD_DIR/$e" > "$OUT/ex_$e.log" 2>&1 || { status=1; echo "$e FAILED"; }
     echo "$e: $(tail -n 1 "$OUT/ex_$e.log")"
+  done
+  for b in bench_sparse bench_capture; do
+    [ -x "$BUILD_DIR/$b" ] || continue
+    "$BUILD_DIR/$b" > "$OUT/$b.log" 2>&1 || { status=1; echo "$b FAILED"; }
+    sed -n '/== summary/,$p' "$OUT/$b.log"
   done
   if [ "$gpus" -ge 4 ] && [ -x "$BUILD_DIR/test_mpi_killed_rank" ]; then
     for op in allreduce halo read; do
