@@ -25,15 +25,17 @@ inline unsigned grid_blocks(index_t work, index_t per_block, index_t cap) {
   return static_cast<unsigned>(blocks < 1 ? 1 : blocks);
 }
 
+// `stream`: another of the device's streams (a cudaStream_t; null: the device's main stream).
 template <class Task>
-void launch(void (*kernel)(Task), dim3 grid, unsigned block, const Task& t, int device, int shard, const char* name) {
+void launch(void (*kernel)(Task), dim3 grid, unsigned block, const Task& t, int device, int shard, const char* name,
+            void* stream = nullptr) {
   static_assert(device_copyable<Task>::value,
                 "TESSERA_EVALUATOR_NOT_TRIVIALLY_COPYABLE: kernel parameters are copied bytewise");
   static_assert(sizeof(Task) <= kernel_param_limit,
                 "TESSERA_EXPRESSION_TOO_LARGE: the task exceeds CUDA's 32764-byte kernel parameter limit; split "
                 "the expression with eval()");
   rt::set_device(device);
-  kernel<<<grid, block, 0, static_cast<cudaStream_t>(rt::stream(device))>>>(t);
+  kernel<<<grid, block, 0, static_cast<cudaStream_t>(stream ? stream : rt::stream(device))>>>(t);
   rt::check_launch(device, shard, name);
 }
 

@@ -48,7 +48,57 @@ void copy_as(int device, const void* src, const std::int64_t* sst, void* dst, co
          "strided_copy_kernel");
 }
 
+// Rows of `width` elements: blocks along a row (x) and over the rows (y), grid-stride in both, so
+// one long row spreads over the SMs as well as many short ones.
+template <int Bytes>
+struct PitchedTask {
+  const element<Bytes>* src;
+  element<Bytes>* dst;
+  std::int64_t width, height, src_pitch, dst_pitch;  // in elements
+};
+
+template <int Bytes>
+__global__ void __launch_bounds__(256) pitched_copy_kernel(const PitchedTask<Bytes> t) {
+  for (std::int64_t r = blockIdx.y; r < t.height; r += gridDim.y) {
+    const element<Bytes>* s = t.src + r * t.src_pitch;
+    element<Bytes>* d = t.dst + r * t.dst_pitch;
+    for (std::int64_t i = blockIdx.x * std::int64_t(256) + threadIdx.x; i < t.width; i += std::int64_t(gridDim.x) * 256)
+      d[i] = s[i];
+  }
+}
+
+template <int Bytes>
+void pitched_as(int device, void* stream, void* dst, std::size_t dst_pitch, const void* src, std::size_t src_pitch,
+                std::size_t width, std::size_t height) {
+  const PitchedTask<Bytes> t{static_cast<const element<Bytes>*>(src), static_cast<element<Bytes>*>(dst),
+                             static_cast<std::int64_t>(width / Bytes), static_cast<std::int64_t>(height),
+                             static_cast<std::int64_t>(src_pitch / Bytes), static_cast<std::int64_t>(dst_pitch / Bytes)};
+  // About 16 blocks per SM in all: along the row as far as it is long, the rest over the rows.
+  const index_t cap = sm_count(device) * 16;
+  const index_t along = (t.width + 255) / 256;
+  const index_t x = along < cap ? along : cap;
+  index_t y = cap / x;
+  if (y > t.height) y = t.height;
+  if (y > 65535) y = 65535;
+  launch(&pitched_copy_kernel<Bytes>, dim3(static_cast<unsigned>(x), static_cast<unsigned>(y < 1 ? 1 : y)), 256, t,
+         device, 0, "pitched_copy_kernel", stream);
+}
+
 }  // namespace
+
+bool pitched_copy(int device, void* stream, void* dst, std::size_t dst_pitch, const void* src, std::size_t src_pitch,
+                  std::size_t width, std::size_t height) {
+  if (width == 0 || height == 0) return true;
+  const auto all = [&](std::size_t b) {
+    return width % b == 0 && dst_pitch % b == 0 && src_pitch % b == 0 && reinterpret_cast<std::uintptr_t>(dst) % b == 0 &&
+           reinterpret_cast<std::uintptr_t>(src) % b == 0;
+  };
+  if (all(16)) pitched_as<16>(device, stream, dst, dst_pitch, src, src_pitch, width, height);
+  else if (all(8)) pitched_as<8>(device, stream, dst, dst_pitch, src, src_pitch, width, height);
+  else if (all(4)) pitched_as<4>(device, stream, dst, dst_pitch, src, src_pitch, width, height);
+  else return false;
+  return true;
+}
 
 void strided_copy(int device, const void* src, const std::int64_t* src_st, void* dst, const std::int64_t* dst_st,
                   const std::int64_t* ext, int nd, int elem_bytes) {

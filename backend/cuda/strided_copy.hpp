@@ -3,6 +3,7 @@
 // backend libraries that need their operands laid out otherwise than the user's arrays are (the
 // FFT's real passes over strided data). No CUDA header: plain C++ callers include it.
 #pragma once
+#include <cstddef>
 #include <cstdint>
 
 namespace tessera::detail::cuda {
@@ -11,5 +12,13 @@ namespace tessera::detail::cuda {
 // `dst` (strides `dst_st`), elements of `elem_bytes` (4, 8 or 16), on the device's stream.
 void strided_copy(int device, const void* src, const std::int64_t* src_st, void* dst, const std::int64_t* dst_st,
                   const std::int64_t* ext, int nd, int elem_bytes);
+
+// Copies `height` rows of `width` bytes (`src_pitch` / `dst_pitch` bytes apart) with a kernel on
+// `device`, queued on `stream` (a cudaStream_t of that device), where src may lie on another GPU
+// that the device has peer access to: the rows are read over NVLink by the device's SMs instead of
+// its copy engines (TESSERA_PEER_KERNEL, backend/runtime/copy.cpp). Returns false, queuing
+// nothing, when the sizes and addresses are not multiples of 4.
+bool pitched_copy(int device, void* stream, void* dst, std::size_t dst_pitch, const void* src, std::size_t src_pitch,
+                  std::size_t width, std::size_t height);
 
 }  // namespace tessera::detail::cuda

@@ -5,10 +5,12 @@
 // stream, ordered after the source's queued work and before the source's later work;
 // copy_between_many issues several such copies at once (copy_peers), and start_copies /
 // finish_copies put them on the GPUs' copy streams for hide_communication.
+#include <backend/cuda/strided_copy.hpp>
 #include <backend/process/mpi.hpp>
 #include <backend/runtime/state.hpp>
 
 #include <algorithm>
+#include <cstdlib>
 #include <cstring>
 #include <vector>
 
@@ -16,6 +18,20 @@ namespace tessera::detail::rt {
 namespace {
 
 #if TESSERA_HAS_CUDA
+// Which copies between GPUs with peer access a kernel makes (backend/cuda/strided_copy.cu,
+// pitched_copy: the destination's SMs read the source over NVLink) instead of the copy engines:
+// TESSERA_PEER_KERNEL=0 none (the default), 1 the pitched ones (blocks of a matrix), 2 all. On 2
+// H100s the re-sharding of bench_stencil took 1.94 ms with the copy engines and 1.95 ms with
+// pitched kernel copies (docs/performance.md), so the copy engines stay the default; the kernel is
+// there to try on machines where pitched peer copies are slow.
+int peer_kernel_mode() {
+  static const int mode = [] {
+    const char* v = std::getenv("TESSERA_PEER_KERNEL");
+    return v == nullptr || *v == '\0' ? 0 : std::atoi(v);
+  }();
+  return mode;
+}
+
 // Copies between distinct GPUs of this process, all at once: one event per source device marks
 // the work queued before the batch, each destination's stream waits for the sources it reads
 // and then copies (a peer copy, or a 3-D peer copy for rows at a pitch), and each source's stream
@@ -74,6 +90,12 @@ void copy_peers(const copy_region* c, std::size_t n, copy_ticket* ticket) {
     for (std::size_t i = 0; i < n; ++i) {
       const copy_region& r = c[i];
       if (r.dst_device != d) continue;
+      const bool peer = get().paths[static_cast<std::size_t>(d * get().gpu_count + r.src_device)] == copy_path::nvlink;
+      const int mode = peer_kernel_mode();
+      if (peer && (mode >= 2 || (mode == 1 && r.height > 1)) &&
+          cuda::pitched_copy(d, st, r.dst, r.dst_pitch, r.src, r.src_pitch, r.width, r.height)) {
+        continue;
+      }
       if (captured) {
         // Peer copies cannot be captured; with unified addressing a plain copy between the devices
         // can, and moves the bytes the same way.
