@@ -87,25 +87,24 @@ void copy_peers(const copy_region* c, std::size_t n, copy_ticket* ticket) {
     for (int s : marked)
       if (reads(d, s) || (ticket && s == d))
         cuda_check(cudaStreamWaitEvent(st, ready[static_cast<std::size_t>(s)], 0), "cudaStreamWaitEvent", d);
-    for (std::size_t i = 0; i < n; ++i) {
-      const copy_region& r = c[i];
-      if (r.dst_device != d) continue;
+    // One region (or piece of one) on stream `on`.
+    auto issue = [&](const copy_region& r, cudaStream_t on) {
       const bool peer = get().paths[static_cast<std::size_t>(d * get().gpu_count + r.src_device)] == copy_path::nvlink;
       const int mode = peer_kernel_mode();
       if (peer && (mode >= 2 || (mode == 1 && r.height > 1)) &&
-          cuda::pitched_copy(d, st, r.dst, r.dst_pitch, r.src, r.src_pitch, r.width, r.height)) {
-        continue;
+          cuda::pitched_copy(d, on, r.dst, r.dst_pitch, r.src, r.src_pitch, r.width, r.height)) {
+        return;
       }
       if (captured) {
         // Peer copies cannot be captured; with unified addressing a plain copy between the devices
         // can, and moves the bytes the same way.
-        cuda_check(cudaMemcpy2DAsync(r.dst, r.dst_pitch, r.src, r.src_pitch, r.width, r.height, cudaMemcpyDefault, st),
+        cuda_check(cudaMemcpy2DAsync(r.dst, r.dst_pitch, r.src, r.src_pitch, r.width, r.height, cudaMemcpyDefault, on),
                    "cudaMemcpy2DAsync (captured copy between GPUs)", d);
-        continue;
+        return;
       }
       if (r.height == 1) {
-        cuda_check(cudaMemcpyPeerAsync(r.dst, d, r.src, r.src_device, r.width, st), "cudaMemcpyPeerAsync", d);
-        continue;
+        cuda_check(cudaMemcpyPeerAsync(r.dst, d, r.src, r.src_device, r.width, on), "cudaMemcpyPeerAsync", d);
+        return;
       }
       // A strided piece in one peer copy (re-sharding moves blocks of rows), not packed first.
       cudaMemcpy3DPeerParms p{};
@@ -114,8 +113,10 @@ void copy_peers(const copy_region* c, std::size_t n, copy_ticket* ticket) {
       p.dstPtr = make_cudaPitchedPtr(r.dst, r.dst_pitch, r.width, r.height);
       p.dstDevice = info(d).ordinal;
       p.extent = make_cudaExtent(r.width, r.height, 1);
-      cuda_check(cudaMemcpy3DPeerAsync(&p, st), "cudaMemcpy3DPeerAsync", d);
-    }
+      cuda_check(cudaMemcpy3DPeerAsync(&p, on), "cudaMemcpy3DPeerAsync", d);
+    };
+    for (std::size_t i = 0; i < n; ++i)
+      if (c[i].dst_device == d) issue(c[i], st);
     record(d, done[static_cast<std::size_t>(d)], st);
     if (ticket) ticket->events.push_back(done[static_cast<std::size_t>(d)]);
   }
