@@ -210,6 +210,7 @@ std::size_t pool_bytes(int) { return 0; }
 }  // namespace detail::rt
 
 void reclaim() {
+  detail::rt::refuse_while_capturing("reclaim() (it frees what the recorded work may use)");
   const int g = detail::rt::get().gpu_count;
   for (int d = 0; d < g; ++d) {
     detail::rt::release_scratch(d);  // grown to the largest reduction so far: back to the cache, then freed
