@@ -88,6 +88,24 @@ TEST_CASE("copies between devices and halo exchanges replay") {
   }
 }
 
+TEST_CASE("an array made in the body may escape it; its storage stays the graph's") {
+  for (const auto& ds : device_sets()) {
+    INFO(set_name(ds));
+    const auto av = random_values<float>(1000);
+    const auto a = from_host(std::span<const float>(av), {1000}, shard(0, ds));
+    Array<float, 1> y;  // no storage yet: the body gives it some
+    auto g = capture([&] { y = Array<float, 1>(a + 1.0f); });
+    g.replay();
+    std::vector<float> want(av);
+    for (auto& w : want) w += 1.0f;
+    CHECK(to_host(y) == want);
+    y = zeros<float>({1000}, shard(0, ds));  // the graph keeps the old storage and still writes it
+    g.replay(3);
+    CHECK(to_host(y) == std::vector<float>(1000, 0.0f));
+    CHECK(to_host(a) == av);
+  }
+}
+
 TEST_CASE("a body that waits for the host is refused by name, and nothing changes") {
   for (const auto& ds : device_sets()) {
     INFO(set_name(ds));
@@ -110,6 +128,10 @@ TEST_CASE("a body that waits for the host is refused by name, and nothing change
     CHECK(to_host(a) == av);
     c = a * 2.0f;
     CHECK(to_host(c)[5] == av[5] * 2.0f);
+    // Re-binding an array from outside to a new array would leave the replays on its old storage.
+    Array<float, 1> v = ones<float>({100}, shard(0, ds));
+    check_mentions(expect_error<invalid_argument>([&] { capture([&] { v = Array<float, 1>(v * 2.0f); }); }),
+                   {"capture", "re-bound", "copyto"});
     CapturedGraph empty;
     check_mentions(expect_error<invalid_argument>([&] { empty.replay(); }), {"empty CapturedGraph"});
     auto g = capture([] {});

@@ -92,6 +92,7 @@ void check_structure(const DeviceSet& ds) {
       CHECK(S.rows() == m);
       CHECK(S.cols() == n);
       CHECK(nnz(S) == static_cast<index_t>(ent.size()));
+      CHECK(contains(S.placement_string(), pname == "replicate" ? "replicated" : pname == "on(first)" ? "on " : "sharded by rows"));
       check_all_close(wide(to_host(to_dense(S))), want, tol<T>(), tol<T>());
       // The host CSR: rows in order, columns ascending, duplicates summed.
       const host_csr<T> h = to_host_csr(S);
@@ -187,7 +188,7 @@ void check_products(const DeviceSet& ds) {
         CHECK(Y.shape() == Shape<2>{m, 3});
         check_all_close(wide(to_host(Y)), Yv, rtol, rtol);
         // One column of X as a strided view (a row of a matrix is not column-major).
-        auto Xt = Array<T, 2>(transpose(X));
+        auto Xt = copy(Array<T, 2>(transpose(X)), shard(1, ds));  // on S's devices
         check_all_close(wide(to_host(matmul(S, Xt(1, _)))),
                         std::vector<double>(Yv.begin() + m, Yv.begin() + 2 * m), rtol, rtol);
       }

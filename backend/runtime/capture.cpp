@@ -15,7 +15,12 @@
 #include <backend/process/mpi.hpp>
 #include <backend/runtime/state.hpp>
 
+#include <atomic>
+#include <iterator>
+#include <memory>
+#include <mutex>
 #include <string>
+#include <unordered_map>
 #include <vector>
 
 namespace tessera::detail::rt {
@@ -30,12 +35,24 @@ struct capture_session {
   };
   // One recorded host operation: its launches, whose tasks are clones owned here.
   struct host_step {
-    std::vector<shard_launch> launches;
-    std::vector<copy_region> copies;  // or a batch of copies between host devices
+    std::vector<shard_launch> launches;  // their tasks are clones owned here
+    std::vector<copy_region> copies;     // or a batch of copies between host devices
     bool sequential = false;
+    host_step() = default;
+    host_step(host_step&& o) noexcept
+        : launches(std::move(o.launches)), copies(std::move(o.copies)), sequential(o.sequential) {
+      o.launches.clear();
+    }
+    host_step& operator=(host_step&&) = delete;
+    ~host_step() {
+      for (auto& l : launches)
+        if (l.destroy && l.task) l.destroy(const_cast<void*>(l.task));
+    }
   };
   std::vector<int> gpus;  // this process's GPUs; gpus[0] begins a joint capture
   bool joint = false;
+  bool needs_joint = false;      // an independent capture met work linking two GPUs: record again
+  std::string released_outer;    // storage made before the capture that the body let go (see below)
   std::vector<host_step> steps;
   std::vector<kept_block> kept;
   bool gpu_work = false, host_work = false;
@@ -47,14 +64,29 @@ struct capture_session {
   std::vector<cudaGraphExec_t> execs;
 #endif
   ~capture_session() {
-    for (auto& st : steps)
-      for (auto& l : st.launches)
-        if (l.destroy) l.destroy(const_cast<void*>(l.task));
+#if TESSERA_HAS_CUDA
+    for (auto e : events)
+      if (e) (void)cudaEventDestroy(e);
+#endif
   }
 };
 
 namespace {
 thread_local capture_session* active = nullptr;
+
+// Blocks allocated while a capture records belong to its graph: the replays write them whatever
+// happens to the arrays that held them (an array made in the body may escape it and be dropped or
+// re-bound later), so their release waits for the graph's (release_capture). Process-wide, since
+// an escaped array may die on any thread.
+struct owned_blocks {
+  std::mutex m;
+  std::unordered_map<const void*, capture_session*> owner;
+  std::atomic<std::size_t> count{0};
+};
+owned_blocks& owned() {
+  static owned_blocks* o = new owned_blocks();  // leaked: frees may run during static destruction
+  return *o;
+}
 
 [[noreturn]] void fail(const std::string& what) { throw invalid_argument("tessera: capture: " + what); }
 }  // namespace
@@ -68,13 +100,47 @@ void refuse_while_capturing(const char* what) {
        what + "; do it before or after the capture, or between replays");
 }
 
-void capture_links_devices() {
-  if (active != nullptr && !active->joint && active->gpus.size() > 1) throw capture_retry{};
+bool capture_links_devices() {
+  if (active == nullptr || active->joint || active->gpus.size() < 2) return false;
+  active->needs_joint = true;  // the body goes on; tessera::capture records it again, jointly
+  return true;
+}
+
+bool capture_needs_joint(const capture_session* s) { return s->needs_joint; }
+
+void capture_note_allocation(void* p) {
+  if (active == nullptr || p == nullptr) return;
+  owned_blocks& o = owned();
+  std::lock_guard<std::mutex> lock(o.m);
+  o.owner[p] = active;
+  o.count.store(o.owner.size(), std::memory_order_release);
 }
 
 bool capture_defer_free(int device_id, void* p, std::size_t bytes, memory kind, bool host_touched) {
-  if (active == nullptr || p == nullptr) return false;
-  active->kept.push_back({device_id, p, bytes, kind, host_touched});
+  if (p == nullptr) return false;
+  capture_session* to = nullptr;
+  owned_blocks& o = owned();
+  if (o.count.load(std::memory_order_acquire) > 0) {
+    std::lock_guard<std::mutex> lock(o.m);
+    if (auto it = o.owner.find(p); it != o.owner.end()) {
+      to = it->second;
+      o.owner.erase(it);
+      o.count.store(o.owner.size(), std::memory_order_release);
+    }
+  }
+  if (to == nullptr && active != nullptr) {
+    // Storage made before the capture, let go by the body: an array from outside re-bound to a
+    // new one (`a = matmul(S, a)`). The recorded work keeps reading and writing the old storage,
+    // so the replays would not follow the array: refused at the end of the capture.
+    to = active;
+    if (to->released_outer.empty()) {
+      to->released_outer = "the body released storage made before the capture (" + std::to_string(bytes) +
+                           " bytes on " + info(device_id).name + ")";
+    }
+  }
+  if (to == nullptr) return false;
+  std::lock_guard<std::mutex> lock(owned().m);  // kept lists may grow from several threads
+  to->kept.push_back({device_id, p, bytes, kind, host_touched});
   return true;
 }
 
@@ -90,9 +156,10 @@ bool capture_host_launches(const shard_launch* shards, std::size_t count, bool s
     }
     if (s.clone == nullptr) fail("internal: a host task without a copy function");
     shard_launch c = s;
-    c.task = s.clone(s.task);
     c.uses = nullptr;  // host devices need no residency; the buffers may be the body's temporaries
     step.launches.push_back(c);
+    step.launches.back().task = nullptr;
+    step.launches.back().task = s.clone(s.task);  // owned by the step from here (its destructor)
   }
   if (!step.launches.empty()) {
     active->host_work = true;
@@ -115,6 +182,12 @@ bool capture_host_copies(const copy_region* regions, std::size_t n) {
   active->steps.push_back(std::move(step));
   return true;
 }
+
+namespace {
+#if TESSERA_HAS_CUDA
+cudaGraph_t end_stream_capture(capture_session& s, cudaError_t& err);
+#endif
+}  // namespace
 
 capture_session* begin_capture(bool joint) {
   if (active != nullptr) fail("a capture inside another capture's body");
@@ -160,11 +233,18 @@ capture_session* begin_capture(bool joint) {
     const int o = s->gpus[0];
     device_guard guard(o);
     cuda_check(cudaStreamBeginCapture(gpu(o).stream, cudaStreamCaptureModeRelaxed), "cudaStreamBeginCapture", o);
-    cuda_check(cudaEventRecord(s->events[0], gpu(o).stream), "cudaEventRecord", o);
-    for (std::size_t i = 1; i < s->gpus.size(); ++i) {
-      const int d = s->gpus[i];
-      device_guard g(d);
-      cuda_check(cudaStreamWaitEvent(gpu(d).stream, s->events[0], 0), "cudaStreamWaitEvent", d);
+    try {
+      cuda_check(cudaEventRecord(s->events[0], gpu(o).stream), "cudaEventRecord", o);
+      for (std::size_t i = 1; i < s->gpus.size(); ++i) {
+        const int d = s->gpus[i];
+        device_guard g(d);
+        cuda_check(cudaStreamWaitEvent(gpu(d).stream, s->events[0], 0), "cudaStreamWaitEvent", d);
+      }
+    } catch (...) {
+      // No stream may stay in capture mode: end it (joining what joined) and drop the graph.
+      cudaError_t err = cudaSuccess;
+      if (cudaGraph_t g = end_stream_capture(*s, err)) (void)cudaGraphDestroy(g);
+      throw;
     }
   }
 #endif
@@ -255,6 +335,11 @@ void end_capture(capture_session* s) {
   if (s->gpu_work && s->host_work) {
     fail("the body queued work on GPUs and on host devices; capture one kind per body");
   }
+  if (!s->released_outer.empty()) {
+    fail(s->released_outer + ": an array from outside the body was re-bound to a new array (`a = matmul(S, a)`, "
+         "`a = Array(...)`), so the replays would keep using its old storage. Assign in place instead: "
+         "copyto(a, matmul(S, a)) or a(_) = ...");
+  }
 }
 
 void abort_capture(capture_session* s) noexcept {
@@ -321,10 +406,21 @@ void replay(capture_session* s) {
 void release_capture(capture_session* s) noexcept {
   if (s == nullptr) return;
   if (active == s) active = nullptr;
+  {
+    // Blocks of this graph still held by arrays go back to the normal path when those die.
+    owned_blocks& o = owned();
+    std::lock_guard<std::mutex> lock(o.m);
+    for (auto it = o.owner.begin(); it != o.owner.end();) it = it->second == s ? o.owner.erase(it) : std::next(it);
+    o.count.store(o.owner.size(), std::memory_order_release);
+  }
 #if TESSERA_HAS_CUDA
-  for (int d : s->gpus) {
-    device_guard g(d);
-    (void)cudaStreamSynchronize(gpu(d).stream);  // a replay may still run
+  // A replay may still run; inside another capture's body nothing runs (begin_capture waited),
+  // and a wait would break that capture.
+  if (active == nullptr) {
+    for (int d : s->gpus) {
+      device_guard g(d);
+      (void)cudaStreamSynchronize(gpu(d).stream);
+    }
   }
   if (s->exec) (void)cudaGraphExecDestroy(s->exec);
   if (s->graph) (void)cudaGraphDestroy(s->graph);
@@ -332,8 +428,6 @@ void release_capture(capture_session* s) noexcept {
     if (e) (void)cudaGraphExecDestroy(e);
   for (auto g : s->graphs)
     if (g) (void)cudaGraphDestroy(g);
-  for (auto e : s->events)
-    if (e) (void)cudaEventDestroy(e);
   (void)cudaGetLastError();
 #endif
   for (const auto& k : s->kept) deallocate(k.device, k.p, k.bytes, k.kind, k.host_touched);

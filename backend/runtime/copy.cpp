@@ -41,7 +41,7 @@ int peer_kernel_mode() {
 // two). With a ticket (start_copies) the copies go on the destinations' copy streams, which also
 // wait for the destinations' own queued work, and the final waits are left to finish_copies.
 void copy_peers(const copy_region* c, std::size_t n, copy_ticket* ticket) {
-  capture_links_devices();  // an independent capture is recorded again, jointly
+  if (capture_links_devices()) return;  // an independent capture: recorded again, jointly
   const bool captured = capturing();
   std::vector<int> srcs, dsts;
   auto add = [](std::vector<int>& v, int d) {

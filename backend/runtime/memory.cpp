@@ -151,7 +151,7 @@ void check_free(int device_id, std::size_t bytes) {
   if (bytes > free) throw out_of_memory(bytes, free, total, device_id, info(device_id).name);
 }
 
-void* allocate(int device_id, std::size_t bytes, memory kind) {
+static void* allocate_block(int device_id, std::size_t bytes, memory kind) {
   (void)info(device_id);
   if (bytes == 0) return nullptr;
   if (is_remote(device_id)) return reserve_remote(device_id, bytes);
@@ -175,6 +175,12 @@ void* allocate(int device_id, std::size_t bytes, memory kind) {
   if (rounded < bytes) throw_oom(device_id, bytes);  // overflow of the rounding
   void* p = std::aligned_alloc(alignment, rounded);
   if (p == nullptr) throw_oom(device_id, bytes);
+  return p;
+}
+
+void* allocate(int device_id, std::size_t bytes, memory kind) {
+  void* p = allocate_block(device_id, bytes, kind);
+  capture_note_allocation(p);  // a captured graph's block: its release waits for the graph's
   return p;
 }
 

@@ -121,7 +121,8 @@ void* pool_take(int device_id, std::size_t cls, memory kind) {
       if (capturing() && cudaEventQuery(e) == cudaSuccess) continue;
       cuda_check(cudaStreamWaitEvent(g.stream, e, 0), "cudaStreamWaitEvent", device_id);
     }
-    if (kind == memory::unified && b.host_touched && g.concurrent_managed) prefetch(b.p, cls, device_id, g.stream);
+    if (kind == memory::unified && b.host_touched && g.concurrent_managed && !capturing())
+      prefetch(b.p, cls, device_id, g.stream);  // a prefetch cannot be captured
   } catch (...) {
     return_events(b);
     device_guard guard(device_id);

@@ -302,11 +302,11 @@ void refuse_while_recording(const char* what);
 struct capture_session;
 // `joint`: one capture over every GPU, joined through events (needed when the body moves data
 // between GPUs); otherwise each GPU's stream is captured into a graph of its own, and a replay is
-// one launch per GPU without any cross-device wait. A body that moves data between GPUs in an
-// independent capture throws capture_retry (not a std::exception): tessera::capture then records
-// the body again, jointly.
+// one launch per GPU without any cross-device wait. Work that links two GPUs in an independent
+// capture is not queued and marks the session (capture_needs_joint): tessera::capture then
+// records the body again, jointly.
 capture_session* begin_capture(bool joint = false);
-struct capture_retry {};
+bool capture_needs_joint(const capture_session* s);
 // Ends the recording (instantiates the graph); throws a named error when the body's GPU work
 // could not be captured. On a throw, the caller still owns the session (release_capture).
 void end_capture(capture_session* s);
@@ -319,9 +319,9 @@ void replay(capture_session* s);
 void release_capture(capture_session* s) noexcept;
 bool capturing();
 void refuse_while_capturing(const char* what);
-// Called before work that links two GPUs (a peer copy): throws capture_retry in an independent
-// capture.
-void capture_links_devices();
+// Called before work that links two GPUs (a peer copy): true in an independent capture, where the
+// caller queues nothing (the body will be recorded again, jointly).
+bool capture_links_devices();
 
 // -- host transfers (through pinned staging buffers; each call waits for the copy) ------------
 // Across processes copy_to_host is collective: the device's rank sends the rows to every rank, so

@@ -63,6 +63,7 @@ state& get();
 // Captured loops (capture.cpp): while this thread captures, frees are kept for the graph, host
 // devices' launches and copies are recorded (each returns true when it took the work).
 bool capture_defer_free(int device_id, void* p, std::size_t bytes, memory kind, bool host_touched);
+void capture_note_allocation(void* p);  // a block allocated while this thread captures
 bool capture_host_launches(const shard_launch* shards, std::size_t count, bool sequential);
 bool capture_host_copies(const copy_region* regions, std::size_t n);
 

@@ -60,7 +60,11 @@ CapturedGraph capture(F&& body) {
   detail::rt::capture_session* s = detail::rt::begin_capture(false);
   try {
     body();
-  } catch (const detail::rt::capture_retry&) {
+  } catch (...) {
+    detail::rt::abort_capture(s);
+    throw;
+  }
+  if (detail::rt::capture_needs_joint(s)) {
     detail::rt::abort_capture(s);
     s = detail::rt::begin_capture(true);
     try {
@@ -69,9 +73,6 @@ CapturedGraph capture(F&& body) {
       detail::rt::abort_capture(s);
       throw;
     }
-  } catch (...) {
-    detail::rt::abort_capture(s);
-    throw;
   }
   try {
     detail::rt::end_capture(s);

@@ -19,6 +19,7 @@
 #include <tessera/sparse_matrix.hpp>
 
 #include <algorithm>
+#include <limits>
 #include <string>
 #include <type_traits>
 #include <vector>
@@ -28,7 +29,8 @@ namespace detail::sparse {
 
 template <class X>
 concept index_array = is_array_like<std::remove_cvref_t<X>>::value && std::remove_cvref_t<X>::rank == 1 &&
-                      std::is_integral_v<typename std::remove_cvref_t<X>::value_type>;
+                      std::is_integral_v<typename std::remove_cvref_t<X>::value_type> &&
+                      !std::is_same_v<typename std::remove_cvref_t<X>::value_type, bool>;
 template <class X>
 concept value_array = is_array_like<std::remove_cvref_t<X>>::value && std::remove_cvref_t<X>::rank == 1 &&
                       sparse_value<typename std::remove_cvref_t<X>::value_type>;
@@ -312,9 +314,9 @@ SparseMatrix<T> laplacian(index_t n, const Placement& p = {}) {
 /// for each neighbour. Symmetric positive definite.
 template <detail::sparse::sparse_value T = double>
 SparseMatrix<T> laplacian_2d(index_t nx, index_t ny, const Placement& p = {}) {
-  if (nx < 0 || ny < 0) {
+  if (nx < 0 || ny < 0 || (nx > 0 && ny > std::numeric_limits<index_t>::max() / nx)) {
     throw invalid_argument("tessera: laplacian_2d(" + std::to_string(nx) + ", " + std::to_string(ny) +
-                           "): expected grid sizes >= 0");
+                           "): expected grid sizes >= 0 whose product fits a 64-bit index");
   }
   auto [s, v] = detail::sparse::build<T>(nx * ny, nx * ny, p, "laplacian_2d(nx, ny)", [&](index_t r0, index_t rows) {
     return detail::sparse::laplacian_2d_rows<T>(nx, ny, r0, rows);

@@ -234,9 +234,9 @@ class SparseMatrix {
   /// "sharded by rows over ... with blocks [..)", "replicated over ...", "on ...".
   std::string placement_string() const {
     using K = detail::sparse::structure::kind;
-    if (s().placement == K::replicated) return "replicated over " + device_list(s().devices);
+    if (s().placement == K::replicated) return "replicated over " + detail::device_list(s().devices);
     if (s().placement == K::single) return "on " + s().devices[0].name();
-    std::string out = "sharded by rows over " + device_list(s().devices) + " with blocks";
+    std::string out = "sharded by rows over " + detail::device_list(s().devices) + " with blocks";
     for (auto& i : s().shards) out += " [" + std::to_string(i.row0) + "," + std::to_string(i.row0 + i.rows) + ")";
     return out;
   }
