@@ -8,7 +8,6 @@
 
 #include <backend/execute.hpp>
 
-#include <algorithm>
 #include <memory>
 #include <string>
 #include <tuple>
@@ -42,7 +41,8 @@ int pass_intervals(const box_filter& f, const Layout<T, N>& dst, const Part<T, N
   int parts = 0;
   for (const auto& q : dst.parts) parts += q.empty() ? 0 : 1;
   if (d < 0 || parts < 2) {
-    const bool mine = p.buf && std::find(f.exchanged->begin(), f.exchanged->end(), p.buf.get()) != f.exchanged->end();
+    bool mine = false;
+    for (const rt::buffer* b : *f.exchanged) mine = mine || (p.buf && b == p.buf.get());
     return mine == f.boundary ? -1 : 0;
   }
   const index_t lo = p.origin[d], end = lo + p.extent[d];
@@ -50,15 +50,15 @@ int pass_intervals(const box_filter& f, const Layout<T, N>& dst, const Part<T, N
   int nf = 0;
   auto add = [&](index_t a, index_t b) {
     if (nf > 0 && a <= face[2 * nf - 1]) {  // a part as thin as 2 * width: one face
-      face[2 * nf - 1] = std::max(face[2 * nf - 1], b);
+      if (b > face[2 * nf - 1]) face[2 * nf - 1] = b;
       return;
     }
     face[2 * nf] = a;
     face[2 * nf + 1] = b;
     ++nf;
   };
-  if (lo > 0) add(lo, std::min(end, lo + f.width));
-  if (end < dst.shape[d]) add(std::max(lo, end - f.width), end);
+  if (lo > 0) add(lo, end < lo + f.width ? end : lo + f.width);
+  if (end < dst.shape[d]) add(lo > end - f.width ? lo : end - f.width, end);
   int m = 0;
   auto put = [&](index_t a, index_t b) {
     if (a >= b) return;

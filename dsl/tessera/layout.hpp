@@ -10,6 +10,7 @@
 #include <limits>
 #include <memory>
 #include <string>
+#include <utility>
 #include <vector>
 
 namespace tessera::detail {
@@ -243,6 +244,15 @@ Layout<T, N> allocate_layout(const Geometry<N>& g, memory mem) {
     l.parts.push_back(std::move(p));
   }
   return l;
+}
+
+// Sorts the part indices `idx` by the parts' origins along `d` (a reversed view's parts run
+// backwards). Parts are few: an insertion sort, so that programs need no <algorithm> for it.
+template <class T, int N>
+void order_along(std::vector<std::size_t>& idx, const Layout<T, N>& l, int d) {
+  for (std::size_t i = 1; i < idx.size(); ++i)
+    for (std::size_t j = i; j > 0 && l.parts[idx[j]].origin[d] < l.parts[idx[j - 1]].origin[d]; --j)
+      std::swap(idx[j], idx[j - 1]);
 }
 
 // Whether any part of `l` holds halo cells.

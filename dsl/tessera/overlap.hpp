@@ -9,7 +9,6 @@
 #pragma once
 #include <tessera/halo.hpp>
 
-#include <algorithm>
 #include <concepts>
 #include <string>
 #include <utility>
@@ -30,7 +29,9 @@ class overlap_recorder final : public assignment_recorder {
   void record(const std::vector<const rt::buffer*>& writes, const std::vector<const rt::buffer*>& reads,
               bool shifted_self_read, replay_fn replay) override {
     auto has = [](const std::vector<const rt::buffer*>& v, const rt::buffer* b) {
-      return std::find(v.begin(), v.end(), b) != v.end();
+      for (const rt::buffer* x : v)
+        if (x == b) return true;
+      return false;
     };
     const std::string where = "tessera: hide_communication(u, body): assignment #" + std::to_string(work.size() + 1);
     for (const rt::buffer* b : writes) {
