@@ -51,14 +51,6 @@ struct ShardContext {
   rt::buffer_list uses;            // every buffer read or written, made resident by execute()
 };
 
-inline std::string box_string(const index_t* lo, const index_t* ext, int n) {
-  std::string s;
-  for (int k = 0; k < n; ++k) {
-    s += (k ? "×[" : "[") + std::to_string(lo[k]) + "," + std::to_string(lo[k] + ext[k]) + ")";
-  }
-  return n ? s : "[]";
-}
-
 // Byte range touched by a strided box, to test two accesses for overlap.
 template <int N, class T>
 std::pair<const char*, const char*> byte_span(const T* p, const index_t* st, const index_t* ext) {
