@@ -156,4 +156,36 @@ std::string placement_text(bool replicated, int shard_dim, const Device* devices
   return n == 0 ? std::string("on no device (empty)") : "on " + devices[0].name();
 }
 
+void check_recorded(std::vector<const rt::buffer*>& written, const std::vector<const rt::buffer*>& exchanged,
+                    const std::vector<const rt::buffer*>& writes, const std::vector<const rt::buffer*>& reads,
+                    bool shifted_self_read, std::size_t index) {
+  auto has = [](const std::vector<const rt::buffer*>& v, const rt::buffer* b) {
+    for (const rt::buffer* x : v)
+      if (x == b) return true;
+    return false;
+  };
+  const std::string where = "tessera: hide_communication(u, body): assignment #" + std::to_string(index);
+  for (const rt::buffer* b : writes) {
+    if (has(written, b)) {
+      throw invalid_argument(where + " writes an array that an earlier assignment of the body writes; write each "
+                                     "array once in the body (set fixed boundary cells before it)");
+    }
+  }
+  for (const rt::buffer* r : reads) {
+    if (has(exchanged, r)) {
+      throw invalid_argument(where + " reads u, whose halo and boundary cells are copied while the body's interior "
+                                     "pass runs: read the previous array (a Jacobi step writes v from u)");
+    }
+    if (has(written, r)) {
+      throw invalid_argument(where + " reads an array that an earlier assignment of the body writes; the body is "
+                                     "replayed boundary cells first, so it would read values not computed yet");
+    }
+  }
+  if (shifted_self_read) {
+    throw invalid_argument(where + " reads its destination at another offset; the body is replayed boundary cells "
+                                   "first, so it would read updated values: assign into another array");
+  }
+  written.insert(written.end(), writes.begin(), writes.end());
+}
+
 }  // namespace tessera::detail

@@ -16,6 +16,9 @@
 namespace tessera {
 struct Halo;
 struct Placement;
+namespace detail::rt {
+struct buffer;
+}
 }  // namespace tessera
 
 namespace tessera::detail {
@@ -54,5 +57,13 @@ void check_halo(const index_t* shape, int n, int shard_dim, const Device* device
 // no device (empty)": parts i < n on devices[i], spanning [lo[i], hi[i]) along shard_dim.
 std::string placement_text(bool replicated, int shard_dim, const Device* devices, const index_t* lo,
                            const index_t* hi, std::size_t n);
+
+// hide_communication's checks of its body's assignment #`index` (dsl/tessera/overlap.hpp), which
+// writes `writes` and reads `reads`: no array written twice, no read of u (`exchanged`) or of an
+// array written before, no read of its own destination at another offset. Then `written` gains
+// `writes`.
+void check_recorded(std::vector<const rt::buffer*>& written, const std::vector<const rt::buffer*>& exchanged,
+                    const std::vector<const rt::buffer*>& writes, const std::vector<const rt::buffer*>& reads,
+                    bool shifted_self_read, std::size_t index);
 
 }  // namespace tessera::detail

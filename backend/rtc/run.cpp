@@ -8,6 +8,7 @@
 #include <tessera/error.hpp>
 
 #include <cstdint>
+#include <cstring>
 #include <map>
 #include <memory>
 #include <mutex>
@@ -16,6 +17,21 @@
 #include <vector>
 
 namespace tessera::detail {
+
+void ArgPack::add_bytes(const void* v, std::size_t size, std::size_t align) {
+  const std::size_t at = (bytes_.size() + align - 1) / align * align;
+  bytes_.resize(at + size);
+  std::memcpy(bytes_.data() + at, v, size);
+  offsets_.push_back(at);
+}
+
+std::vector<void*> ArgPack::pointers() const {
+  std::vector<void*> p;
+  p.reserve(offsets_.size() + 1);
+  for (auto o : offsets_) p.push_back(const_cast<unsigned char*>(bytes_.data()) + o);
+  return p;
+}
+
 namespace rtc {
 
 struct program::found {
