@@ -52,6 +52,17 @@ void throw_assign_mismatch(const index_t* dst, int dst_rank, const index_t* src,
                            " in the expression and " + std::to_string(d) + " in the destination (it must be equal or 1)");
 }
 
+void throw_operand_mismatch(int position, bool argument, const lazy_text& operand, Device device,
+                            const index_t* lo, const index_t* len, int m, const lazy_text& what) {
+  throw placement_mismatch(
+      "tessera::placement_mismatch: " + std::string(argument ? "argument #" : "operand #") + std::to_string(position) +
+      " (" + operand.str() + ") has no part on " + device.name() + " holding indices " + box_string(lo, len, m) +
+      ", which the destination (" + what.str() + ") computes there. Operands must share the destination's shard "
+      "dimension and block boundaries, be replicated, or be replicated with size 1 along the shard dimension; nothing "
+      "is moved between devices implicitly. Fix: create the operand with the destination's placement, or replicate() "
+      "it; for a stencil, create it with shard(dim, halo(width)) and call update_halo.");
+}
+
 placed_boxes place(const index_t* shape, int n, const Placement& p) {
   for (int k = 0; k < n; ++k) {
     if (shape[k] < 0) {

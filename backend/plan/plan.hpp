@@ -23,6 +23,14 @@ struct buffer;
 
 namespace tessera::detail {
 
+// Names an object in an error message, made only when an error needs it (string building costs
+// more than a launch): text(object), or "the result".
+struct lazy_text {
+  const void* object = nullptr;
+  std::string (*text)(const void*) = nullptr;
+  std::string str() const { return text ? text(object) : std::string("the result"); }
+};
+
 // "3×4", "5-element", "0-dimensional": a shape of rank n as messages print it.
 std::string shape_text(const index_t* s, int n);
 // "[0,4)×[2,3)": a box of rank n.
@@ -36,6 +44,12 @@ std::string device_list(const DeviceSet& ds);
                                            index_t x, index_t y);
 // Throws dimension_mismatch: an expression of shape `src` cannot be assigned to `dst` (dim k).
 [[noreturn]] void throw_assign_mismatch(const index_t* dst, int dst_rank, const index_t* src, int src_rank, int k);
+
+// Throws placement_mismatch: operand #`position` (argument #`position` of a user kernel when
+// `argument`), described by `operand`, has no part on `device` holding the box [lo, lo + len) of
+// rank m, which the destination (`what`) computes there.
+[[noreturn]] void throw_operand_mismatch(int position, bool argument, const lazy_text& operand, Device device,
+                                         const index_t* lo, const index_t* len, int m, const lazy_text& what);
 
 // A placement resolved for a shape of rank n: the devices, and per device the block [lo, hi) along
 // shard_dim when sharded (every box is whole along the other dims). Checks the extents (>= 0, the

@@ -15,13 +15,6 @@
 
 namespace tessera::detail {
 
-// The destination, named in placement errors.
-template <class T, int N>
-std::string describe_destination(const void* l) {
-  const auto& d = *static_cast<const Layout<T, N>*>(l);
-  return shape_string<N>(d.shape) + ", " + describe_placement(d);
-}
-
 // One of hide_communication's two passes over an assignment (overlap.hpp): the cells of each
 // destination part within `width` of a face it shares with another part of its layout, along the
 // shard dimension (what neighbours keep as halo cells), or the rest. A part without such faces
@@ -141,7 +134,7 @@ void assign_node(const Layout<T, N>& dst, const Node& node, execution_policy pol
   bool hazard = false;
   auto plan_box = [&](const Part<T, N>& p, int s) {
     const auto plan = plan_shard<N>(node, dst.shape, {p.device, p.origin, p.extent},
-                                    {&dst, &describe_destination<T, N>}, &p);
+                                    {&dst, &describe_layout<T, N>}, &p);
     hazard = hazard || plan.hazard;
     Task t{.out = {p.ptr, {}}, .e = plan.e, .ext = plan.ext, .n = plan.n, .mode = plan.mode, .wide = plan.wide};
     for (int k = 0; k < N; ++k) t.out.st[k] = p.stride[k];

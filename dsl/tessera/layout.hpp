@@ -69,6 +69,13 @@ std::string describe_placement(const Layout<T, N>& l) {
   return placement_text(l.replicated, d, devs.data(), lo.data(), hi.data(), devs.size());
 }
 
+// "3×4, sharded along dim 1 over [...] with blocks ...": a Layout<T, N> behind `l`, for lazy_text.
+template <class T, int N>
+std::string describe_layout(const void* l) {
+  const auto& d = *static_cast<const Layout<T, N>*>(l);
+  return shape_string<N>(d.shape) + ", " + describe_placement(d);
+}
+
 // The devices and boxes of a layout, without storage: what a new array needs to mirror another.
 template <int N>
 struct Geometry {
