@@ -5,11 +5,7 @@
 #pragma once
 #include <tessera/scan_task.hpp>
 
-#include <algorithm>
 #include <cstdint>
-#include <cstring>
-#include <numeric>
-#include <vector>
 
 namespace tessera::detail::host {
 
@@ -37,26 +33,12 @@ void run(const ScanTask<T>& t) {
   }
 }
 
-template <class K>
-void run(const SortTask<K>& t) {
-  const auto n = static_cast<std::size_t>(t.n);
-  if (!t.idx_out) {
-    // Equal keys are equal bits: stability cannot show.
-    std::copy(t.keys_in, t.keys_in + n, t.keys_out);
-    if (t.descending) std::sort(t.keys_out, t.keys_out + n, [](K a, K b) { return b < a; });
-    else std::sort(t.keys_out, t.keys_out + n);
-    return;
-  }
-  std::vector<std::int64_t> p(n);
-  std::iota(p.begin(), p.end(), std::int64_t(0));
-  const K* k = t.keys_in;
-  if (t.descending) std::stable_sort(p.begin(), p.end(), [k](std::int64_t a, std::int64_t b) { return k[b] < k[a]; });
-  else std::stable_sort(p.begin(), p.end(), [k](std::int64_t a, std::int64_t b) { return k[a] < k[b]; });
-  for (std::size_t i = 0; i < n; ++i) {
-    t.keys_out[i] = k[p[i]];
-    t.idx_out[i] = t.idx_in[p[i]];
-  }
-}
+// Sorts of the two key types (sort_key_t), compiled once into tessera_runtime (sort.cpp) so that
+// programs include no <algorithm>; unique runs likewise.
+void run(const SortTask<std::int32_t>& t);
+void run(const SortTask<std::int64_t>& t);
+void run(const UniqueTask<std::int32_t>& t);
+void run(const UniqueTask<std::int64_t>& t);
 
 template <class K>
 void run(const MergeTask<K>& t) {
@@ -83,12 +65,6 @@ void run(const MergeTask<K>& t) {
     t.out[o] = t.b[j];
     if (t.iout) t.iout[o] = t.ib[j];
   }
-}
-
-template <class K>
-void run(const UniqueTask<K>& t) {
-  const K* end = std::unique_copy(t.in, t.in + t.n, t.out);
-  *t.count = static_cast<std::int64_t>(end - t.out);
 }
 
 }  // namespace tessera::detail::host

@@ -5,7 +5,11 @@
 
 #include <tessera/error.hpp>
 
+#include <map>
+#include <memory>
+#include <mutex>
 #include <sstream>
+#include <utility>
 
 namespace tessera::detail {
 namespace {
@@ -127,10 +131,12 @@ using Shard = shard<T, N>;
 std::vector<std::string> bind_types(const std::vector<KParam>& in, const KParam& out, const std::string& name,
                                     const std::string& kind, const std::vector<std::string>& arg_types,
                                     const std::vector<bool>& is_array, const std::string& returned,
-                                    std::map<std::string, std::string>& bound) {
+                                    placeholder_list& bound) {
   std::vector<KParam> all = in;
   all.push_back(out);
-  const auto types = resolve_types(all, arg_types, bound, name);
+  std::map<std::string, std::string> bound_map;
+  const auto types = resolve_types(all, arg_types, bound_map, name);
+  bound.assign(bound_map.begin(), bound_map.end());
   for (std::size_t k = 0; k < arg_types.size(); ++k) {
     if (is_array[k] && types[k] != arg_types[k]) {
       throw invalid_argument("tessera: " + kind + " '" + name + "', argument #" + std::to_string(k + 1) + " (" +
@@ -143,6 +149,30 @@ std::vector<std::string> bind_types(const std::vector<KParam>& in, const KParam&
                            "; use k.call<T>(...) with T its type" + (kind == "ElementwiseKernel" ? ", or pass the output" : ""));
   }
   return types;
+}
+
+std::string placeholder_type(const placeholder_list& bound, const std::string& name) {
+  for (const auto& [placeholder, type] : bound)
+    if (placeholder == name) return type;
+  return "";
+}
+
+struct binding_cache::impl {
+  mutable std::mutex m;
+  std::map<const void*, std::shared_ptr<const void>> entries;
+};
+binding_cache::binding_cache() : impl_(std::make_unique<impl>()) {}
+binding_cache::~binding_cache() = default;
+
+std::shared_ptr<const void> binding_cache::find(const void* key) const {
+  std::lock_guard<std::mutex> g(impl_->m);
+  auto it = impl_->entries.find(key);
+  return it == impl_->entries.end() ? nullptr : it->second;
+}
+
+std::shared_ptr<const void> binding_cache::emplace(const void* key, std::shared_ptr<const void> value) {
+  std::lock_guard<std::mutex> g(impl_->m);
+  return impl_->entries.emplace(key, std::move(value)).first->second;
 }
 
 std::string elementwise_source(const std::vector<GenArg>& in, const std::vector<GenArg>& out, int R,

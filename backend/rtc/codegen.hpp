@@ -5,8 +5,9 @@
 // includes no CUDA header, so dsl/ may include it.
 #pragma once
 #include <cstddef>
-#include <map>
+#include <memory>
 #include <string>
+#include <utility>
 #include <vector>
 
 namespace tessera::detail {
@@ -31,6 +32,11 @@ std::size_t c_type_size(const std::string& t);
 // output) for an item that is not "<type> <name>" or names an unsupported type.
 std::vector<KParam> parse_params(const std::string& list, const std::string& kernel, const char* which);
 
+// Placeholders (type parameters such as T) and the C types they were bound to, in the order bound.
+using placeholder_list = std::vector<std::pair<std::string, std::string>>;
+// The C type bound to placeholder `name`; "" when it is not one.
+std::string placeholder_type(const placeholder_list& bound, const std::string& name);
+
 // The C types of a call: `params` (inputs, then the output) bound to the C types of the arguments
 // given (`arg_types`; "" for none), placeholders taking the type of the first argument bound to
 // them (`bound` collects them). `kind` names the kernel class in messages. Arrays must have exactly
@@ -38,7 +44,25 @@ std::vector<KParam> parse_params(const std::string& list, const std::string& ker
 std::vector<std::string> bind_types(const std::vector<KParam>& in, const KParam& out, const std::string& kernel,
                                     const std::string& kind, const std::vector<std::string>& arg_types,
                                     const std::vector<bool>& is_array, const std::string& returned,
-                                    std::map<std::string, std::string>& bound);
+                                    placeholder_list& bound);
+
+// KernelSignature's bindings (dsl/tessera/kernel_signature.hpp) by key, the address of a type list:
+// a map behind a mutex, kept here so that no program compiles std::map or std::mutex for them.
+class binding_cache {
+ public:
+  binding_cache();
+  ~binding_cache();
+  binding_cache(const binding_cache&) = delete;
+  binding_cache& operator=(const binding_cache&) = delete;
+  // The entry of `key`, or null.
+  std::shared_ptr<const void> find(const void* key) const;
+  // Stores `value` under `key` unless a racing first call stored one; returns the stored entry.
+  std::shared_ptr<const void> emplace(const void* key, std::shared_ptr<const void> value);
+
+ private:
+  struct impl;
+  std::unique_ptr<impl> impl_;
+};
 
 // Declarations every RawKernel sees (prepended to its source): tessera::shard<T, N>, the layout of
 // tessera::Shard (dsl/tessera/kernel_task.hpp).

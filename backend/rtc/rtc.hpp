@@ -12,10 +12,8 @@
 #include <tessera/kernel_task.hpp>
 
 #include <cstddef>
-#include <map>
-#include <mutex>
+#include <memory>
 #include <string>
-#include <utility>
 #include <vector>
 
 namespace tessera::detail::rtc {
@@ -64,7 +62,8 @@ void forget_memory_cache();
 // far (per device and entry, per host symbol), so a repeated call looks nothing up twice.
 class program {
  public:
-  program(source gpu, std::string host_code) : gpu_(std::move(gpu)), host_code_(std::move(host_code)) {}
+  program(source gpu, std::string host_code);
+  ~program();
   const source& gpu_source() const { return gpu_; }
   const std::string& name() const { return gpu_.display_name.empty() ? gpu_.name : gpu_.display_name; }
   void* gpu_function(int device, int entry = 0);
@@ -73,9 +72,10 @@ class program {
  private:
   source gpu_;
   std::string host_code_;
-  std::mutex m_;
-  std::vector<std::vector<void*>> gpu_fn_;  // by device id, then entry
-  std::map<std::string, void*> host_fn_;
+  // The functions found so far and their mutex (run.cpp): out of line, so that every program that
+  // includes this header compiles no std::map or std::mutex.
+  struct found;
+  std::unique_ptr<found> found_;
 };
 
 // ReductionKernel's last step: reads the values the shards of `devices` left in their result

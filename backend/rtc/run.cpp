@@ -8,17 +8,47 @@
 #include <tessera/error.hpp>
 
 #include <cstdint>
+#include <cstring>
+#include <map>
 #include <memory>
+#include <mutex>
 #include <string>
+#include <utility>
 #include <vector>
 
 namespace tessera::detail {
+
+void ArgPack::add_bytes(const void* v, std::size_t size, std::size_t align) {
+  const std::size_t at = (bytes_.size() + align - 1) / align * align;
+  bytes_.resize(at + size);
+  std::memcpy(bytes_.data() + at, v, size);
+  offsets_.push_back(at);
+}
+
+std::vector<void*> ArgPack::pointers() const {
+  std::vector<void*> p;
+  p.reserve(offsets_.size() + 1);
+  for (auto o : offsets_) p.push_back(const_cast<unsigned char*>(bytes_.data()) + o);
+  return p;
+}
+
 namespace rtc {
 
+struct program::found {
+  std::mutex m;
+  std::vector<std::vector<void*>> gpu_fn;  // by device id, then entry
+  std::map<std::string, void*> host_fn;
+};
+
+program::program(source gpu, std::string host_code)
+    : gpu_(std::move(gpu)), host_code_(std::move(host_code)), found_(std::make_unique<found>()) {}
+program::~program() = default;
+
 void* program::gpu_function(int device, int entry) {
-  std::lock_guard<std::mutex> g(m_);
-  if (static_cast<int>(gpu_fn_.size()) <= device) gpu_fn_.resize(static_cast<std::size_t>(device) + 1);
-  auto& fns = gpu_fn_[static_cast<std::size_t>(device)];
+  std::lock_guard<std::mutex> g(found_->m);
+  auto& gpu_fn = found_->gpu_fn;
+  if (static_cast<int>(gpu_fn.size()) <= device) gpu_fn.resize(static_cast<std::size_t>(device) + 1);
+  auto& fns = gpu_fn[static_cast<std::size_t>(device)];
   if (fns.empty()) fns.assign(gpu_.also.size() + 1, nullptr);
   void*& f = fns.at(static_cast<std::size_t>(entry));
   if (!f) f = gpu_kernel(gpu_, device, entry);
@@ -26,8 +56,8 @@ void* program::gpu_function(int device, int entry) {
 }
 
 void* program::host_function(const std::string& symbol) {
-  std::lock_guard<std::mutex> g(m_);
-  void*& f = host_fn_[symbol];
+  std::lock_guard<std::mutex> g(found_->m);
+  void*& f = found_->host_fn[symbol];
   if (!f) f = host_symbol(host_code_, symbol, name());
   return f;
 }

@@ -4,6 +4,7 @@
 #include <backend/process/mpi.hpp>
 #include <backend/runtime/state.hpp>
 
+#include <atomic>
 #include <cstdio>
 #include <cstring>
 #include <mutex>
@@ -208,20 +209,29 @@ void deallocate(int device_id, void* p, std::size_t bytes, memory kind, bool hos
   std::free(p);
 }
 
+static_assert(alignof(bool) >= std::atomic_ref<bool>::required_alignment);
+bool touched_flag::load() const noexcept {
+  return std::atomic_ref<bool>(const_cast<bool&>(v_)).load(std::memory_order_acquire);
+}
+void touched_flag::store(bool v) noexcept { std::atomic_ref<bool>(v_).store(v, std::memory_order_release); }
+bool touched_flag::exchange(bool v) noexcept {
+  return std::atomic_ref<bool>(v_).exchange(v, std::memory_order_acq_rel);
+}
+
 void make_resident(buffer& b) {
-  if (!b.host_touched.load(std::memory_order_relaxed)) return;
+  if (!b.host_touched.load()) return;
   // A prefetch cannot be captured: the pages migrate on the first replay's touch, and the next
   // plain launch prefetches (docs/semantics.md, "Captured loops").
   if (capturing()) return;
   // exchange: only one of several racing launches issues the prefetch.
-  if (!b.host_touched.exchange(false, std::memory_order_acq_rel)) return;
+  if (!b.host_touched.exchange(false)) return;
 #if TESSERA_HAS_CUDA
   if (b.kind == memory::unified && b.ptr != nullptr && is_gpu(get(), b.device) && gpu(b.device).concurrent_managed) {
     try {
       device_guard guard(b.device);
       prefetch(b.ptr, b.bytes, b.device, gpu(b.device).stream);
     } catch (...) {
-      b.host_touched.store(true, std::memory_order_release);
+      b.host_touched.store(true);
       throw;
     }
   }
@@ -255,7 +265,7 @@ void* host_access(buffer& b) {
       device_guard guard(b.device);
       cuda_check(cudaDeviceSynchronize(), "cudaDeviceSynchronize", b.device);
     }
-    b.host_touched.store(true, std::memory_order_release);
+    b.host_touched.store(true);
     return b.ptr;
   }
 #endif

@@ -5,6 +5,8 @@
 #include <tessera/device.hpp>
 #include <tessera/distributed.hpp>
 
+#include <atomic>
+#include <cstdint>
 #include <cstdlib>
 #include <cstring>
 #include <string>
@@ -400,6 +402,15 @@ void check_launch(int device_id, int shard, const char* what) {
   (void)device_id, (void)shard, (void)what;
 #endif
 }
+
+namespace {
+std::atomic<std::uint64_t>& seed_state() {
+  static std::atomic<std::uint64_t> s{0x7e55e7a5eedull};
+  return s;
+}
+}  // namespace
+std::uint64_t advance_seed() { return seed_state().fetch_add(0x9e3779b97f4a7c15ull); }
+void set_seed(std::uint64_t s) { seed_state().store(s); }
 
 }  // namespace detail::rt
 

@@ -7,7 +7,6 @@
 #include <tessera/error.hpp>
 #include <tessera/memory.hpp>
 
-#include <atomic>
 #include <cstddef>
 #include <cstdint>
 #include <string>
@@ -100,19 +99,32 @@ unsigned* block_counter(int device_id);
 // ranks (one exchange). The same values on every rank; collective when the devices span ranks.
 void read_results(const int* devices, std::size_t n, void* out, std::size_t bytes);
 
+// A flag that host threads set and launches on any thread clear, atomically: through
+// std::atomic_ref in memory.cpp, so that this header, in every program, needs no <atomic>. Loads
+// acquire, stores release, exchange does both.
+class touched_flag {
+ public:
+  bool load() const noexcept;
+  void store(bool v) noexcept;
+  bool exchange(bool v) noexcept;
+
+ private:
+  bool v_ = false;
+};
+
 // One allocation on one device. `host_touched` records that host code may have pulled pages
 // of a unified buffer to the host; the next launch that reads or writes it prefetches it back.
 struct buffer {
   buffer(int dev, std::size_t n_bytes, memory k)
       : device(dev), bytes(n_bytes), kind(k), ptr(allocate(dev, n_bytes, k)) {}
-  ~buffer() { deallocate(device, ptr, bytes, kind, host_touched.load(std::memory_order_acquire)); }
+  ~buffer() { deallocate(device, ptr, bytes, kind, host_touched.load()); }
   buffer(const buffer&) = delete;
   buffer& operator=(const buffer&) = delete;
   int device;
   std::size_t bytes;
   memory kind;
   void* ptr;
-  std::atomic<bool> host_touched{false};
+  touched_flag host_touched;
 };
 
 // Before a launch on the owner: if host code touched the buffer, prefetch it back (stream
@@ -349,5 +361,11 @@ struct host_region {
 // each rank reads its own devices' regions and one exchange gives every rank all of them (one
 // MPI_Allgatherv, where a copy_to_host per region would be one broadcast each).
 void copy_regions_to_host(const host_region* regions, std::size_t n);
+
+// -- random streams -----------------------------------------------------------------------------
+// The global seed of rand and randn (an atomic, here so that programs include no <atomic>):
+// advance_seed returns it and advances it by one stream; set_seed restarts the sequence.
+std::uint64_t advance_seed();
+void set_seed(std::uint64_t s);
 
 }  // namespace tessera::detail::rt

@@ -4,6 +4,7 @@
 #pragma once
 #include <backend/runtime/runtime.hpp>
 
+#include <atomic>
 #include <memory>
 #include <mutex>
 #include <string>

@@ -8,20 +8,12 @@
 
 #include <backend/execute.hpp>
 
-#include <algorithm>
 #include <memory>
 #include <string>
 #include <tuple>
 #include <vector>
 
 namespace tessera::detail {
-
-// The destination, named in placement errors.
-template <class T, int N>
-std::string describe_destination(const void* l) {
-  const auto& d = *static_cast<const Layout<T, N>*>(l);
-  return shape_string<N>(d.shape) + ", " + describe_placement(d);
-}
 
 // One of hide_communication's two passes over an assignment (overlap.hpp): the cells of each
 // destination part within `width` of a face it shares with another part of its layout, along the
@@ -42,7 +34,8 @@ int pass_intervals(const box_filter& f, const Layout<T, N>& dst, const Part<T, N
   int parts = 0;
   for (const auto& q : dst.parts) parts += q.empty() ? 0 : 1;
   if (d < 0 || parts < 2) {
-    const bool mine = p.buf && std::find(f.exchanged->begin(), f.exchanged->end(), p.buf.get()) != f.exchanged->end();
+    bool mine = false;
+    for (const rt::buffer* b : *f.exchanged) mine = mine || (p.buf && b == p.buf.get());
     return mine == f.boundary ? -1 : 0;
   }
   const index_t lo = p.origin[d], end = lo + p.extent[d];
@@ -50,15 +43,15 @@ int pass_intervals(const box_filter& f, const Layout<T, N>& dst, const Part<T, N
   int nf = 0;
   auto add = [&](index_t a, index_t b) {
     if (nf > 0 && a <= face[2 * nf - 1]) {  // a part as thin as 2 * width: one face
-      face[2 * nf - 1] = std::max(face[2 * nf - 1], b);
+      if (b > face[2 * nf - 1]) face[2 * nf - 1] = b;
       return;
     }
     face[2 * nf] = a;
     face[2 * nf + 1] = b;
     ++nf;
   };
-  if (lo > 0) add(lo, std::min(end, lo + f.width));
-  if (end < dst.shape[d]) add(std::max(lo, end - f.width), end);
+  if (lo > 0) add(lo, end < lo + f.width ? end : lo + f.width);
+  if (end < dst.shape[d]) add(lo > end - f.width ? lo : end - f.width, end);
   int m = 0;
   auto put = [&](index_t a, index_t b) {
     if (a >= b) return;
@@ -141,7 +134,7 @@ void assign_node(const Layout<T, N>& dst, const Node& node, execution_policy pol
   bool hazard = false;
   auto plan_box = [&](const Part<T, N>& p, int s) {
     const auto plan = plan_shard<N>(node, dst.shape, {p.device, p.origin, p.extent},
-                                    {&dst, &describe_destination<T, N>}, &p);
+                                    {&dst, &describe_layout<T, N>}, &p);
     hazard = hazard || plan.hazard;
     Task t{.out = {p.ptr, {}}, .e = plan.e, .ext = plan.ext, .n = plan.n, .mode = plan.mode, .wide = plan.wide};
     for (int k = 0; k < N; ++k) t.out.st[k] = p.stride[k];

@@ -7,7 +7,6 @@
 #pragma once
 #include <tessera/reshape.hpp>
 
-#include <algorithm>
 #include <limits>
 #include <memory>
 #include <string>
@@ -98,7 +97,11 @@ template <class X, class... Rest>
 inline constexpr bool same_value_types = (std::is_same_v<value_of<X>, value_of<Rest>> && ...);
 
 template <int Min, class... X>
-inline constexpr int cat_rank = std::max({Min, array_rank<X>...});
+inline constexpr int cat_rank = [] {
+  int r = Min;
+  ((r = array_rank<X> > r ? array_rank<X> : r), ...);
+  return r;
+}();
 
 template <int R, class... X>
 auto cat_pack(int dim, const std::string& what, const X&... xs) {
@@ -179,7 +182,7 @@ Array<T, R> repeat_layout(const Layout<T, R>& a, const Shape<R>& counts) {
   Shape<R> filled = a.shape;
   for (int k = 0; k < R; ++k) {
     for (index_t f = a.shape[k]; f < shape[k];) {
-      const index_t len = std::min(f, shape[k] - f);
+      const index_t len = f < shape[k] - f ? f : shape[k] - f;
       Shape<R> ext = filled, at{};
       ext[k] = len;
       at[k] = f;
@@ -261,7 +264,8 @@ template <detail::array_like X, std::integral... C>
   requires(sizeof...(C) >= 1)
 auto repeat(const X& a, C... counts) {
   using T = detail::value_of<X>;
-  constexpr int R = std::max(detail::array_rank<X>, static_cast<int>(sizeof...(C)));
+  constexpr int R = detail::array_rank<X> > static_cast<int>(sizeof...(C)) ? detail::array_rank<X>
+                                                                            : static_cast<int>(sizeof...(C));
   Shape<R> c;
   c.fill(1);
   int k = 0;

@@ -10,7 +10,6 @@
 #pragma once
 #include <tessera/assign.hpp>
 
-#include <algorithm>
 #include <memory>
 #include <optional>
 #include <string>
@@ -137,8 +136,9 @@ void copy_into(const Layout<T, N>& dst, const Layout<T, N>& src, rt::copy_ticket
       Shape<N> lo{}, ext{};
       bool overlap = true;
       for (int k = 0; k < N && overlap; ++k) {
-        lo[k] = std::max(q.origin[k], s->origin[k]);
-        const index_t hi = std::min(q.origin[k] + q.extent[k], s->origin[k] + s->extent[k]);
+        const index_t q_hi = q.origin[k] + q.extent[k], s_hi = s->origin[k] + s->extent[k];
+        lo[k] = q.origin[k] > s->origin[k] ? q.origin[k] : s->origin[k];
+        const index_t hi = q_hi < s_hi ? q_hi : s_hi;
         ext[k] = hi - lo[k];
         overlap = ext[k] > 0;
       }

@@ -6,7 +6,6 @@
 #pragma once
 #include <tessera/assign.hpp>
 
-#include <atomic>
 #include <cstdint>
 
 namespace tessera {
@@ -54,12 +53,8 @@ struct offset_index {
 };
 }  // namespace fn
 
-inline std::atomic<std::uint64_t>& rng_state() {
-  static std::atomic<std::uint64_t> s{0x7e55e7a5eedull};
-  return s;
-}
-// Each call draws a fresh stream: the global seed advanced by one.
-inline std::uint64_t next_seed() { return mix64(rng_state().fetch_add(0x9e3779b97f4a7c15ull)); }
+// Each call draws a fresh stream: the global seed advanced by one (rt::advance_seed).
+inline std::uint64_t next_seed() { return mix64(rt::advance_seed()); }
 
 // The element types rand and randn fill: float, double, half and bfloat16.
 template <class T>
@@ -87,7 +82,7 @@ std::array<index_t, N> to_shape(const index_t (&d)[N]) {
 }  // namespace detail
 
 // Sets the seed of rand and randn (the sequence of calls after it is reproducible).
-inline void seed(std::uint64_t s) { detail::rng_state().store(s); }
+inline void seed(std::uint64_t s) { detail::rt::set_seed(s); }
 
 // Each creation function takes a shape as std::array or a braced list ({3, 4, 2}), then an
 // optional placement and memory kind. The macro writes the braced-list overload.

@@ -17,14 +17,6 @@
 
 namespace tessera::detail {
 
-// Names the object being computed, for error messages only: string building costs more than a
-// launch, so the text is made when an error needs it.
-struct lazy_text {
-  const void* object = nullptr;
-  std::string (*text)(const void*) = nullptr;
-  std::string str() const { return text ? text(object) : std::string("the result"); }
-};
-
 // What an assignment writes on the shard being planned: reads of the same buffer through another
 // mapping make it hazardous (evaluate through a temporary).
 struct ShardOutput {
@@ -50,14 +42,6 @@ struct ShardContext {
   const int* positions = nullptr;  // user kernels: the argument position of each array operand, for messages
   rt::buffer_list uses;            // every buffer read or written, made resident by execute()
 };
-
-inline std::string box_string(const index_t* lo, const index_t* ext, int n) {
-  std::string s;
-  for (int k = 0; k < n; ++k) {
-    s += (k ? "×[" : "[") + std::to_string(lo[k]) + "," + std::to_string(lo[k] + ext[k]) + ")";
-  }
-  return n ? s : "[]";
-}
 
 // Byte range touched by a strided box, to test two accesses for overlap.
 template <int N, class T>
@@ -140,16 +124,8 @@ LeafEval<T, N> build(const ArrayLeaf<T, M>& leaf, ShardContext<N>& c) {
   const Layout<T, M>& l = *leaf.layout;
   const auto view = operand_view<T, M, N>(l, c.device, c.shape, c.origin, c.extent);
   if (!view.part) {
-    const std::string which = c.positions ? "argument #" + std::to_string(c.positions[operand - 1])
-                                          : "operand #" + std::to_string(operand);
-    throw placement_mismatch(
-        "tessera::placement_mismatch: " + which + " (" + shape_string<M>(l.shape) + ", " +
-        describe_placement(l) + ") has no part on " + c.device.name() + " holding indices " +
-        box_string(view.lo, view.len, M) + ", which the destination (" + c.what.str() + ") computes there. Operands "
-        "must share the destination's shard dimension and block boundaries, be replicated, or be replicated with "
-        "size 1 along the shard dimension; nothing is moved between devices implicitly. Fix: create the operand with "
-        "the destination's placement, or replicate() it; for a stencil, create it with shard(dim, halo(width)) and "
-        "call update_halo.");
+    throw_operand_mismatch(c.positions ? c.positions[operand - 1] : operand, c.positions != nullptr,
+                           {&l, &describe_layout<T, M>}, c.device, view.lo, view.len, M, c.what);
   }
   const Part<T, M>* found = view.part;
   LeafEval<T, N> e{};

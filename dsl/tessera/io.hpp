@@ -4,6 +4,8 @@
 #pragma once
 #include <tessera/transfer.hpp>
 
+#include <backend/io/print.hpp>
+
 #include <cmath>
 #include <cstdio>
 #include <cstdlib>
@@ -57,43 +59,10 @@ std::string format_value(T v) {
   }
 }
 
-// Positions to show along a dimension of size n: all when small, else the first and last few.
-inline std::vector<index_t> shown(index_t n, index_t keep) {
-  std::vector<index_t> s;
-  if (n <= 2 * keep + 1) {
-    for (index_t i = 0; i < n; ++i) s.push_back(i);
-  } else {
-    for (index_t i = 0; i < keep; ++i) s.push_back(i);
-    s.push_back(-1);  // the ellipsis
-    for (index_t i = n - keep; i < n; ++i) s.push_back(i);
-  }
-  return s;
-}
-
-// One 2-d slice (rows x cols) of the host copy starting at `base`, with column stride `cs`.
+// Element i of a host copy (a std::vector<T>) as print_matrix shows it (backend/io/print.cpp).
 template <class T>
-void print_matrix(std::ostream& os, const std::vector<T>& h, index_t base, index_t rows, index_t cols, index_t cs) {
-  const auto rs = shown(rows, 5), cols_shown = shown(cols, 4);
-  std::vector<std::vector<std::string>> cells;
-  std::vector<std::size_t> width(cols_shown.size(), 1);
-  for (auto r : rs) {
-    std::vector<std::string> row;
-    for (std::size_t j = 0; j < cols_shown.size(); ++j) {
-      const auto c = cols_shown[j];
-      std::string s = (r < 0) ? (c < 0 ? "⋱" : "⋮") : (c < 0 ? "…" : format_value(h[static_cast<std::size_t>(base + r + c * cs)]));
-      if (s.size() > width[j] && s != "⋮" && s != "…" && s != "⋱") width[j] = s.size();
-      row.push_back(std::move(s));
-    }
-    cells.push_back(std::move(row));
-  }
-  for (auto& row : cells) {
-    for (std::size_t j = 0; j < row.size(); ++j) {
-      const bool glyph = row[j] == "⋮" || row[j] == "…" || row[j] == "⋱";
-      const std::size_t len = glyph ? 1 : row[j].size();
-      os << "  " << std::string(width[j] > len ? width[j] - len : 0, ' ') << row[j];
-    }
-    os << '\n';
-  }
+std::string format_element(const void* values, index_t i) {
+  return format_value<T>((*static_cast<const std::vector<T>*>(values))[static_cast<std::size_t>(i)]);
 }
 
 template <class A>
@@ -111,7 +80,7 @@ void print_array(std::ostream& os, const A& a) {
   if constexpr (N == 0) {
     os << "  " << format_value<T>(h[0]) << '\n';
   } else if constexpr (N == 1) {
-    print_matrix<T>(os, h, 0, a.shape()[0], 1, 0);
+    print_matrix(os, &h, &format_element<T>, 0, a.shape()[0], 1, 0);
   } else {
     const index_t rows = a.shape()[0], cols = a.shape()[1], slice = rows * cols;
     const index_t slices = static_cast<index_t>(h.size()) / (slice ? slice : 1);
@@ -130,7 +99,7 @@ void print_array(std::ostream& os, const A& a) {
         }
         os << "] =\n";
       }
-      print_matrix<T>(os, h, s * slice, rows, cols, rows);
+      print_matrix(os, &h, &format_element<T>, s * slice, rows, cols, rows);
       if constexpr (N > 2) os << '\n';
     }
   }

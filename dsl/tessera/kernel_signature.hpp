@@ -11,9 +11,7 @@
 #include <backend/rtc/codegen.hpp>
 
 #include <cstdint>
-#include <map>
 #include <memory>
-#include <mutex>
 #include <string>
 #include <vector>
 
@@ -176,26 +174,22 @@ struct KernelSignature {
   // builds no string. An entry is stored complete (a failed binding stores nothing, throws again).
   struct Bound {
     std::vector<std::string> types;
-    std::map<std::string, std::string> placeholders;
+    placeholder_list placeholders;
     std::shared_ptr<rtc::program> program;
     std::size_t value_bytes = 0;  // reductions: the size of the folded type
   };
-  std::mutex cache_m;
-  std::map<const void*, std::shared_ptr<const Bound>> cache;
+  binding_cache cache;  // of const Bound
 
   template <class OutT, class... A, class Make>
   std::shared_ptr<const Bound> bound(Make&& make) {
     const void* key = &type_list_key<OutT, A...>;
-    {
-      std::lock_guard<std::mutex> g(cache_m);
-      if (auto it = cache.find(key); it != cache.end()) return it->second;
-    }
+    if (auto hit = cache.find(key)) return std::static_pointer_cast<const Bound>(hit);
     auto b = std::make_shared<Bound>();
     b->types = bind_types(in, out[0], name, kind, {type_of_arg<A>()...}, {is_array_like<std::remove_cvref_t<A>>::value...},
                           c_type<OutT>(), b->placeholders);
     make(*b);
-    std::lock_guard<std::mutex> g(cache_m);
-    return cache.emplace(key, std::move(b)).first->second;  // a racing first call keeps the first entry
+    // A racing first call keeps the first entry.
+    return std::static_pointer_cast<const Bound>(cache.emplace(key, std::move(b)));
   }
 };
 

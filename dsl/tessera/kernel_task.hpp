@@ -8,7 +8,6 @@
 #include <tessera/config.hpp>
 
 #include <cstddef>
-#include <cstring>
 #include <string>
 #include <type_traits>
 #include <vector>
@@ -60,20 +59,15 @@ class ArgPack {
   template <class V>
   void add(const V& v) {
     static_assert(std::is_trivially_copyable_v<V>);
-    const std::size_t at = (bytes_.size() + alignof(V) - 1) / alignof(V) * alignof(V);
-    bytes_.resize(at + sizeof(V));
-    std::memcpy(bytes_.data() + at, &v, sizeof(V));
-    offsets_.push_back(at);
+    add_bytes(&v, sizeof(V), alignof(V));
   }
   // A pointer to each argument (into this pack: valid while it lives unchanged).
-  std::vector<void*> pointers() const {
-    std::vector<void*> p;
-    p.reserve(offsets_.size() + 1);
-    for (auto o : offsets_) p.push_back(const_cast<unsigned char*>(bytes_.data()) + o);
-    return p;
-  }
+  std::vector<void*> pointers() const;
 
  private:
+  // Both in backend/rtc/run.cpp: compiled once, not per argument type in every program.
+  void add_bytes(const void* v, std::size_t size, std::size_t align);
+
   std::vector<unsigned char> bytes_;  // no 16-byte alignment needed: the launch copies the values
   std::vector<std::size_t> offsets_;
 };

@@ -10,6 +10,7 @@
 #include <limits>
 #include <memory>
 #include <string>
+#include <utility>
 #include <vector>
 
 namespace tessera::detail {
@@ -57,17 +58,22 @@ struct Layout {
 
 template <class T, int N>
 std::string describe_placement(const Layout<T, N>& l) {
-  if (l.replicated) return "replicated over " + device_list(l.devices());
-  if (l.shard_dim >= 0 && l.parts.size() > 1) {
-    std::string s = "sharded along dim " + std::to_string(l.shard_dim) + " over " + device_list(l.devices()) +
-                    " with blocks";
-    for (auto& p : l.parts) {
-      s += " [" + std::to_string(p.origin[l.shard_dim]) + "," +
-           std::to_string(p.origin[l.shard_dim] + p.extent[l.shard_dim]) + ")";
-    }
-    return s;
+  std::vector<Device> devs;
+  std::vector<index_t> lo, hi;
+  const int d = l.shard_dim;
+  for (auto& p : l.parts) {
+    devs.push_back(p.device);
+    lo.push_back(d >= 0 ? p.origin[d] : 0);
+    hi.push_back(d >= 0 ? p.origin[d] + p.extent[d] : 0);
   }
-  return l.parts.empty() ? std::string("on no device (empty)") : "on " + l.parts[0].device.name();
+  return placement_text(l.replicated, d, devs.data(), lo.data(), hi.data(), devs.size());
+}
+
+// "3×4, sharded along dim 1 over [...] with blocks ...": a Layout<T, N> behind `l`, for lazy_text.
+template <class T, int N>
+std::string describe_layout(const void* l) {
+  const auto& d = *static_cast<const Layout<T, N>*>(l);
+  return shape_string<N>(d.shape) + ", " + describe_placement(d);
 }
 
 // The devices and boxes of a layout, without storage: what a new array needs to mirror another.
@@ -91,101 +97,20 @@ Geometry<N> geometry_of(const Layout<T, N>& l) {
   return g;
 }
 
-// A halo must fit: every block at least as wide as the halo (a shard sends its neighbour
-// `width` cells it owns), and a periodic dimension at least 3 * width long (ghost cells on both
-// sides and the interior cells they copy).
-template <int N>
-void check_halo(const Geometry<N>& g, const Halo& h) {
-  const std::string what = "tessera: halo(" + std::to_string(h.width) + ")";
-  if (h.width < 0) throw invalid_argument(what + ": the width must be >= 0");
-  if (h.bounds.size() > 1 && h.bounds.size() != static_cast<std::size_t>(N)) {
-    throw invalid_argument(what + " lists " + std::to_string(h.bounds.size()) + " boundaries for an array of rank " +
-                           std::to_string(N) + ": give one for all dimensions or one per dimension");
-  }
-  for (int k = 0; k < N; ++k) {
-    if (h.along(k) == boundary::periodic && g.shape[k] > 0 && g.shape[k] < 3 * h.width) {
-      throw invalid_argument(what + " periodic along dim " + std::to_string(k) + " needs at least " +
-                             std::to_string(3 * h.width) + " elements there (ghost cells on both sides and the "
-                             "interior cells they copy), found " + std::to_string(g.shape[k]));
-    }
-  }
-  if (g.shard_dim < 0 || g.boxes.size() < 2 || g.shape[g.shard_dim] == 0) return;
-  for (std::size_t i = 0; i < g.boxes.size(); ++i) {
-    const auto& b = g.boxes[i];
-    if (b.extent[g.shard_dim] < h.width) {
-      throw invalid_argument(what + " is wider than block " + std::to_string(i) + " [" +
-                             std::to_string(b.origin[g.shard_dim]) + "," +
-                             std::to_string(b.origin[g.shard_dim] + b.extent[g.shard_dim]) + ") on " +
-                             b.device.name() + " along dim " + std::to_string(g.shard_dim) + " (" +
-                             std::to_string(b.extent[g.shard_dim]) + " elements): shard over fewer devices or use "
-                             "a narrower halo");
-    }
-  }
-}
-
+// The boxes of a new array of `shape` placed by `p` (plan.cpp: the checks and the balanced blocks).
 template <int N>
 Geometry<N> geometry_from_placement(const Shape<N>& shape, const Placement& p) {
-  for (int k = 0; k < N; ++k) {
-    if (shape[k] < 0) {
-      throw invalid_argument("tessera: array extents must be >= 0, found " + std::to_string(shape[k]) +
-                             " in dimension " + std::to_string(k));
+  const placed_boxes pb = place(shape.data(), N, p);
+  Geometry<N> g{shape, pb.shard_dim, pb.replicated, {}};
+  g.boxes.reserve(pb.devices.size());
+  for (std::size_t i = 0; i < pb.devices.size(); ++i) {
+    typename Geometry<N>::Box b{pb.devices[i], {}, shape};
+    if (pb.shard_dim >= 0) {
+      b.origin[pb.shard_dim] = pb.lo[i];
+      b.extent[pb.shard_dim] = pb.hi[i] - pb.lo[i];
     }
+    g.boxes.push_back(b);
   }
-  // An element count beyond index_t would wrap the byte count and slip past the memory guard.
-  bool has_zero = false;
-  for (int k = 0; k < N; ++k) has_zero = has_zero || shape[k] == 0;
-  if (!has_zero) {
-    index_t count = 1;
-    for (int k = 0; k < N; ++k) {
-      if (count > std::numeric_limits<index_t>::max() / shape[k]) {
-        throw invalid_argument("tessera: the shape " + shape_string<N>(shape) +
-                               " has more elements than a 64-bit index can count");
-      }
-      count *= shape[k];
-    }
-  }
-  Geometry<N> g{shape, -1, false, {}};
-  using K = Placement::kind_t;
-  K kind = p.kind;
-  int dim = p.dim;
-  DeviceSet devs;
-  if (kind == K::default_shard && p.devices.empty() && rt::scoped_device() >= 0) {
-    // Inside a DeviceScope a new array lives on the scope's device (PyTorch, CuPy, CUDA.jl).
-    kind = K::single;
-    devs = DeviceSet{Device(rt::scoped_device())};
-  } else {
-    devs = p.devices.empty() ? devices() : p.devices;
-  }
-  if (devs.empty()) throw invalid_argument("tessera: a placement needs at least one device, found none");
-  if (kind == K::default_shard) {
-    if constexpr (N == 0) {
-      kind = K::replicate;
-    } else {
-      kind = K::shard;
-      dim = N - 1;
-    }
-  }
-  if (kind == K::shard) {
-    if (dim < 0 || dim >= N) {
-      throw invalid_argument("tessera: shard(" + std::to_string(dim) + ") on an array of rank " +
-                             std::to_string(N) + ": the dimension must be in [0, " + std::to_string(N) + ")");
-    }
-    g.shard_dim = dim;
-    for (int i = 0; i < static_cast<int>(devs.size()); ++i) {
-      auto [lo, hi] = balanced_block(shape[dim], static_cast<int>(devs.size()), i);
-      typename Geometry<N>::Box b{devs[i], {}, shape};
-      b.origin[dim] = lo;
-      b.extent[dim] = hi - lo;
-      g.boxes.push_back(b);
-    }
-  } else {
-    if (kind == K::single && devs.size() != 1) {
-      throw invalid_argument("tessera: on(device) takes one device, found " + std::to_string(devs.size()));
-    }
-    g.replicated = kind == K::replicate;
-    for (auto d : devs) g.boxes.push_back({d, {}, shape});
-  }
-  if (p.halo.width != 0 || !p.halo.bounds.empty()) check_halo<N>(g, p.halo);
   g.halo = p.halo;
   return g;
 }
@@ -243,6 +168,15 @@ Layout<T, N> allocate_layout(const Geometry<N>& g, memory mem) {
     l.parts.push_back(std::move(p));
   }
   return l;
+}
+
+// Sorts the part indices `idx` by the parts' origins along `d` (a reversed view's parts run
+// backwards). Parts are few: an insertion sort, so that programs need no <algorithm> for it.
+template <class T, int N>
+void order_along(std::vector<std::size_t>& idx, const Layout<T, N>& l, int d) {
+  for (std::size_t i = 1; i < idx.size(); ++i)
+    for (std::size_t j = i; j > 0 && l.parts[idx[j]].origin[d] < l.parts[idx[j - 1]].origin[d]; --j)
+      std::swap(idx[j], idx[j - 1]);
 }
 
 // Whether any part of `l` holds halo cells.

@@ -11,7 +11,6 @@
 #include <tessera/reshape.hpp>
 #include <tessera/transfer.hpp>
 
-#include <algorithm>
 #include <array>
 #include <concepts>
 #include <cstdint>
@@ -93,10 +92,10 @@ void move_rows(const Layout<T, N>& l, const std::vector<const Part<T, N>*>& part
     }
   };
   if (row <= chunk_bytes) {
-    const std::size_t rows = std::min(height, chunk_bytes / row);
+    const std::size_t rows = height < chunk_bytes / row ? height : chunk_bytes / row;
     auto stage = std::make_unique_for_overwrite<unsigned char[]>(rows * row);
     for (std::size_t h0 = 0; h0 < height; h0 += rows) {
-      const std::size_t h = std::min(rows, height - h0);
+      const std::size_t h = rows < height - h0 ? rows : height - h0;
       if (dir == direction::load) {
         f.read_at(stage.get(), h * row, at + h0 * row);
         normalize(stage.get(), h * row);
@@ -121,7 +120,7 @@ void move_rows(const Layout<T, N>& l, const std::vector<const Part<T, N>*>& part
     const PartRows r = part_rows(l, *p);
     for (std::size_t h = 0; h < height; ++h) {
       for (std::size_t c = 0; c < r.width; c += piece) {
-        const std::size_t n = std::min(piece, r.width - c) * sz;
+        const std::size_t n = (piece < r.width - c ? piece : r.width - c) * sz;
         const std::uint64_t pos = at + (r.host_offset + h * r.host_pitch + c) * sz;
         T* dev = p->ptr + h * r.part_pitch + c;
         if (dir == direction::load) {
@@ -266,7 +265,7 @@ Array<T, N> load_npy(const detail::npy::path_ref& path, const Placement& placeme
                              npy::shape_text(h.shape) + " (rank " + std::to_string(h.shape.size()) + ")");
     }
     Shape<N> shape{};
-    std::copy(h.shape.begin(), h.shape.end(), shape.begin());
+    for (std::size_t k = 0; k < shape.size(); ++k) shape[k] = h.shape[k];
     const std::uint64_t room = (size - h.data_offset) / npy::item_size(h.type);
     std::uint64_t count = 1;  // saturates at room + 1: only the comparison matters
     for (int k = 0; k < N; ++k) {

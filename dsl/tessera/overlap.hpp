@@ -9,7 +9,6 @@
 #pragma once
 #include <tessera/halo.hpp>
 
-#include <algorithm>
 #include <concepts>
 #include <string>
 #include <utility>
@@ -29,31 +28,7 @@ class overlap_recorder final : public assignment_recorder {
   explicit overlap_recorder(std::vector<const rt::buffer*> exchanged) : exchanged_(std::move(exchanged)) {}
   void record(const std::vector<const rt::buffer*>& writes, const std::vector<const rt::buffer*>& reads,
               bool shifted_self_read, replay_fn replay) override {
-    auto has = [](const std::vector<const rt::buffer*>& v, const rt::buffer* b) {
-      return std::find(v.begin(), v.end(), b) != v.end();
-    };
-    const std::string where = "tessera: hide_communication(u, body): assignment #" + std::to_string(work.size() + 1);
-    for (const rt::buffer* b : writes) {
-      if (has(written_, b)) {
-        throw invalid_argument(where + " writes an array that an earlier assignment of the body writes; write each "
-                                       "array once in the body (set fixed boundary cells before it)");
-      }
-    }
-    for (const rt::buffer* r : reads) {
-      if (has(exchanged_, r)) {
-        throw invalid_argument(where + " reads u, whose halo and boundary cells are copied while the body's interior "
-                                       "pass runs: read the previous array (a Jacobi step writes v from u)");
-      }
-      if (has(written_, r)) {
-        throw invalid_argument(where + " reads an array that an earlier assignment of the body writes; the body is "
-                                       "replayed boundary cells first, so it would read values not computed yet");
-      }
-    }
-    if (shifted_self_read) {
-      throw invalid_argument(where + " reads its destination at another offset; the body is replayed boundary cells "
-                                     "first, so it would read updated values: assign into another array");
-    }
-    written_.insert(written_.end(), writes.begin(), writes.end());
+    check_recorded(written_, exchanged_, writes, reads, shifted_self_read, work.size() + 1);
     work.push_back(std::move(replay));
   }
   std::vector<replay_fn> work;

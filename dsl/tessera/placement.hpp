@@ -66,11 +66,5 @@ inline std::pair<index_t, index_t> balanced_block(index_t n, int parts, int i) {
   return {lo, lo + base + (i < rem ? 1 : 0)};
 }
 
-inline std::string device_list(const DeviceSet& ds) {
-  std::string s = "[";
-  for (std::size_t i = 0; i < ds.size(); ++i) s += (i ? ", " : "") + ds[i].name();
-  return s + "]";
-}
-
 }  // namespace detail
 }  // namespace tessera

@@ -64,7 +64,7 @@ auto ReductionKernel::call(const A&... args) const {
   // The types and the generated program of this signature (made once per argument types).
   const auto binding = s_->bound<OutT, A...>([&](KernelSignature::Bound& b) {
     std::string rtype = s_->reduce_type.empty() ? b.types[n_in] : c_type_of(s_->reduce_type);
-    if (rtype.empty() && b.placeholders.count(s_->reduce_type)) rtype = b.placeholders.at(s_->reduce_type);
+    if (rtype.empty()) rtype = placeholder_type(b.placeholders, s_->reduce_type);
     if (rtype.empty()) {
       throw invalid_argument("tessera: ReductionKernel '" + kname + "': reduce_type '" + s_->reduce_type +
                              "' is not one of float32, float64, int32, int64, bool (or their C names), nor a placeholder "

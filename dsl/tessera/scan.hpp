@@ -14,7 +14,6 @@
 
 #include <backend/execute.hpp>
 
-#include <algorithm>
 #include <memory>
 #include <string>
 #include <type_traits>
@@ -52,8 +51,7 @@ void add_carries(const Layout<A, N>& out, int d, Op op, scan_kind kind) {
   std::vector<std::size_t> live;
   for (std::size_t s = 0; s < out.parts.size(); ++s)
     if (!out.parts[s].empty()) live.push_back(s);
-  std::sort(live.begin(), live.end(),
-            [&](std::size_t x, std::size_t y) { return out.parts[x].origin[d] < out.parts[y].origin[d]; });
+  order_along(live, out, d);
   const index_t np = static_cast<index_t>(live.size());
   if (np < 2) return;
   // Totals: a slot of extent 1 along d per live part, on its device; filled from its last slice.

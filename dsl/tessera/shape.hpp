@@ -4,6 +4,8 @@
 #include <tessera/config.hpp>
 #include <tessera/error.hpp>
 
+#include <backend/plan/plan.hpp>
+
 #include <array>
 #include <cstddef>
 #include <string>
@@ -17,17 +19,7 @@ namespace detail {
 
 template <int N>
 std::string shape_string(const Shape<N>& s) {
-  if constexpr (N == 0) {
-    return "0-dimensional";
-  } else {
-    std::string out;
-    for (int k = 0; k < N; ++k) {
-      if (k) out += "×";
-      out += std::to_string(s[k]);
-    }
-    if constexpr (N == 1) out += "-element";
-    return out;
-  }
+  return shape_text(s.data(), N);
 }
 
 template <int N>
@@ -68,16 +60,7 @@ Shape<R> broadcast_into(const Shape<R>& acc, int acc_rank, const Shape<M>& b) {
       out[k] = y;
       continue;
     }
-    std::string lhs;
-    if (acc_rank == 0) {
-      lhs = "0-dimensional";
-    } else {
-      for (int j = 0; j < acc_rank; ++j) lhs += (j ? "×" : "") + std::to_string(acc[j]);
-      if (acc_rank == 1) lhs += "-element";
-    }
-    throw dimension_mismatch("tessera::dimension_mismatch: cannot broadcast shapes " + lhs + " and " +
-                             shape_string<M>(b) + ": dimension " + std::to_string(k) + " has sizes " +
-                             std::to_string(x) + " and " + std::to_string(y) + " (each must equal the other or be 1)");
+    throw_broadcast_mismatch(acc.data(), acc_rank, b.data(), M, k, x, y);
   }
   return out;
 }
@@ -88,13 +71,7 @@ void check_assignable(const Shape<N>& dst, const Shape<M>& src) {
   constexpr int R = N > M ? N : M;
   for (int k = 0; k < R; ++k) {
     const index_t d = extent_or_one<N>(dst, k), s = extent_or_one<M>(src, k);
-    if (s != d && s != 1) {
-      throw dimension_mismatch("tessera::dimension_mismatch: cannot assign an expression of shape " +
-                               shape_string<M>(src) + " to an array of shape " + shape_string<N>(dst) +
-                               ": dimension " + std::to_string(k) + " has size " + std::to_string(s) +
-                               " in the expression and " + std::to_string(d) +
-                               " in the destination (it must be equal or 1)");
-    }
+    if (s != d && s != 1) throw_assign_mismatch(dst.data(), N, src.data(), M, k);
   }
 }
 

@@ -14,7 +14,6 @@
 
 #include <backend/execute.hpp>
 
-#include <algorithm>
 #include <cstdint>
 #include <memory>
 #include <string>
@@ -138,8 +137,7 @@ sorted_run<K> sort_to_root(const Node& node, bool with_idx, bool desc) {
   std::shared_ptr<const Layout<std::int64_t, 1>> ib[2];
   if (with_idx) ib[0] = whole_on<std::int64_t>(out.root, n), ib[1] = whole_on<std::int64_t>(out.root, n);
   // In the order of their indices (a reversed view's blocks run backwards).
-  std::sort(live.begin(), live.end(),
-            [&](std::size_t x, std::size_t y) { return sorted->parts[x].origin[0] < sorted->parts[y].origin[0]; });
+  order_along(live, *sorted, 0);
   std::vector<index_t> starts;
   for (std::size_t s : live) {
     const auto& p = sorted->parts[s];
