@@ -6,6 +6,7 @@
 // what would wait for the host is refused by name and leaves every array intact.
 #include "test_support.hpp"
 
+#include <memory>
 #include <string>
 #include <vector>
 
@@ -103,6 +104,17 @@ TEST_CASE("an array made in the body may escape it; its storage stays the graph'
     g.replay(3);
     CHECK(to_host(y) == std::vector<float>(1000, 0.0f));
     CHECK(to_host(a) == av);
+    // A graph destroyed inside another capture's body: its blocks go to that capture.
+    auto inner = std::make_unique<CapturedGraph>(capture([&] { y = a * 3.0f; }));
+    inner->replay();
+    auto outer = capture([&] {
+      inner.reset();
+      y = a * 2.0f;
+    });
+    outer.replay();
+    std::vector<float> twice(av);
+    for (auto& w : twice) w *= 2.0f;
+    CHECK(to_host(y) == twice);
   }
 }
 

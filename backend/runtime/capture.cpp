@@ -430,7 +430,14 @@ void release_capture(capture_session* s) noexcept {
     if (g) (void)cudaGraphDestroy(g);
   (void)cudaGetLastError();
 #endif
-  for (const auto& k : s->kept) deallocate(k.device, k.p, k.bytes, k.kind, k.host_touched);
+  if (active != nullptr && active != s) {
+    // Released inside another capture's body: that capture keeps the blocks (deallocate would
+    // take them for storage its body let go of, and refuse it).
+    std::lock_guard<std::mutex> lock(owned().m);
+    active->kept.insert(active->kept.end(), s->kept.begin(), s->kept.end());
+  } else {
+    for (const auto& k : s->kept) deallocate(k.device, k.p, k.bytes, k.kind, k.host_touched);
+  }
   delete s;
 }
 
