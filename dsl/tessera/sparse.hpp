@@ -106,12 +106,6 @@ Geometry<N> geometry_like(const structure& s, const Shape<N>& shape, bool cols) 
   return g;
 }
 
-inline std::string S_placement(const structure& s) {
-  if (s.placement == structure::kind::replicated) return "replicated over " + device_list(s.devices);
-  if (s.placement == structure::kind::single) return "on " + s.devices[0].name();
-  return "sharded by rows over " + device_list(s.devices);
-}
-
 // x as the product reads it: every row on every device of S (`full`), or S's column blocks.
 template <class T, int N>
 struct operand_parts {
@@ -130,7 +124,7 @@ operand_parts<T, N> place_operand(const structure& s, const std::shared_ptr<cons
   for (auto& p : x.parts) meets = meets || std::find(s.devices.begin(), s.devices.end(), p.device) != s.devices.end();
   if (!meets) {
     throw placement_mismatch("tessera::placement_mismatch: matmul(S, x) with S " + std::to_string(s.m) + " x " +
-                             std::to_string(s.n) + " " + S_placement(s) + " and x " + shape_string<N>(x.shape) + " " +
+                             std::to_string(s.n) + " " + placement_text(s) + " and x " + shape_string<N>(x.shape) + " " +
                              describe_placement(x) + ": x has no part on S's devices (it may be sharded over "
                              "them, on one of them, or replicated over them). Fix: copy(x, shard(0, S.devices())) or copy(x, "
                              "replicate(S.devices()))");

@@ -54,6 +54,13 @@ struct structure {
   std::vector<segment> plan;  // empty unless sharded
 };
 
+// "replicated over [...]", "on cuda:0" or "sharded by rows over [...]".
+inline std::string placement_text(const structure& s) {
+  if (s.placement == structure::kind::replicated) return "replicated over " + device_list(s.devices);
+  if (s.placement == structure::kind::single) return "on " + s.devices[0].name();
+  return "sharded by rows over " + device_list(s.devices);
+}
+
 // A 1-D array whose part on device i holds sizes[i] elements (sharded, the blocks in device order),
 // or, replicated or on one device, one array of sizes[0] elements on each device.
 template <class E>
@@ -233,10 +240,9 @@ class SparseMatrix {
   bool is_replicated() const { return s().placement == detail::sparse::structure::kind::replicated; }
   /// "sharded by rows over ... with blocks [..)", "replicated over ...", "on ...".
   std::string placement_string() const {
-    using K = detail::sparse::structure::kind;
-    if (s().placement == K::replicated) return "replicated over " + detail::device_list(s().devices);
-    if (s().placement == K::single) return "on " + s().devices[0].name();
-    std::string out = "sharded by rows over " + detail::device_list(s().devices) + " with blocks";
+    std::string out = detail::sparse::placement_text(s());
+    if (s().placement != detail::sparse::structure::kind::sharded) return out;
+    out += " with blocks";
     for (auto& i : s().shards) out += " [" + std::to_string(i.row0) + "," + std::to_string(i.row0 + i.rows) + ")";
     return out;
   }
