@@ -47,11 +47,7 @@ std::optional<Options> parse(int argc, char** argv) {
   Options o;
   const bool ok = tb::parse_options("bench_capture", argc, argv, usage,
                                     {{"--log2n", 4, 30, &o.log2n}, {"--iters", 1, 1000000, &o.iters},
-                                     {"--reps", 1, 1000, &o.reps}},
-                                    [](const std::string& arg, const std::string&) {
-                                      std::fprintf(stderr, "bench_capture: unknown option '%s'\n", arg.c_str());
-                                      return false;
-                                    });
+                                     {"--reps", 1, 1000, &o.reps}});
   if (!ok) return std::nullopt;
   return o;
 }

@@ -187,11 +187,7 @@ int main(int argc, char** argv) {
                                      {"--reps", 1, 100000, &o.reps},
                                      {"--devices", 1, 64, &o.devices},
                                      {"--threads", 1, rt::max_host_threads, &o.threads},
-                                     {"--numpy", 0, 1, &o.numpy}},
-                                    [](const std::string& arg, const std::string&) {
-                                      std::fprintf(stderr, "bench_host: unknown option '%s'\n", arg.c_str());
-                                      return false;
-                                    });
+                                     {"--numpy", 0, 1, &o.numpy}});
   if (!ok) {
     usage(stderr);
     return 2;

@@ -88,6 +88,16 @@ inline bool parse_options(const char* program, int argc, char** argv, void (*usa
   return true;
 }
 
+// The same, where every option is one of `ints`: any other is rejected as
+// "<program>: unknown option '<name>'".
+inline bool parse_options(const char* program, int argc, char** argv, void (*usage)(std::FILE*),
+                          const std::vector<int_option>& ints) {
+  return parse_options(program, argc, argv, usage, ints, [program](const std::string& name, const std::string&) {
+    std::fprintf(stderr, "%s: unknown option '%s'\n", program, name.c_str());
+    return false;
+  });
+}
+
 // -- the devices ------------------------------------------------------------------------------
 
 // The devices a benchmark runs on, and their labels in the tables.
