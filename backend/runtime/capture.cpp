@@ -1,17 +1,19 @@
 // SPDX-License-Identifier: Apache-2.0
 // Captured loops (tessera::capture, dsl/tessera/capture.hpp): while a body runs, the work it
 // queues is recorded instead of run, then replayed as often as asked.
-//  * GPUs: one CUDA stream capture over every GPU of the process. The first GPU's stream begins
-//    it; every other GPU's stream joins it by waiting for an event recorded there (and leaves it
-//    the same way before the end), so the copies between GPUs that the body makes (peer copies
-//    ordered by events) are part of the one graph. Relaxed mode: the runtime may still allocate
-//    (cudaMalloc) while capturing.
+//  * GPUs: each GPU's stream captured into a graph of its own (a replay is one launch per GPU, no
+//    cross-device wait). Work that links two GPUs (a peer copy) marks the session instead of
+//    being queued, and tessera::capture records the body again as one joint capture: the first
+//    GPU's stream begins it, every other GPU's stream joins it by waiting for an event recorded
+//    there (and leaves it the same way before the end). Relaxed mode: the runtime may still
+//    allocate (cudaMalloc) while capturing.
 //  * Host devices: each operation's shards (their tasks cloned) and each copy between host
 //    devices, in order, replayed through the same dispatch loop.
-// Memory freed while capturing (the body's temporaries) is kept until the capture is released,
-// since the graph reads and writes it at every replay; nothing the body allocates is reused by
-// the body itself. Work that waits for the host (reads to the host, collectives, reductions and
-// scans, which need the runtime's grow-only scratch) is refused by name.
+// Every block allocated while capturing belongs to the graph until it is released, whatever
+// happens to the array that held it, since the graph reads and writes it at every replay; nothing
+// the body allocates is reused by the body itself. Work that waits for the host (reads to the
+// host, collectives, reductions and scans, which need the runtime's grow-only scratch) is refused
+// by name.
 #include <backend/process/mpi.hpp>
 #include <backend/runtime/state.hpp>
 

@@ -309,8 +309,8 @@ void refuse_while_recording(const char* what);
 
 // -- captured loops (tessera::capture, dsl/tessera/capture.hpp; backend/runtime/capture.cpp) --
 // While this thread runs a capture's body, the work it queues is recorded, not run: on GPUs into
-// one CUDA graph over every GPU of the process, on host devices as a list of operations. Memory
-// the body frees is kept until release_capture. What would wait for the host is refused by name.
+// CUDA graphs (see `joint` below), on host devices as a list of operations. Memory the body
+// allocates is kept until release_capture. What would wait for the host is refused by name.
 struct capture_session;
 // `joint`: one capture over every GPU, joined through events (needed when the body moves data
 // between GPUs); otherwise each GPU's stream is captured into a graph of its own, and a replay is
