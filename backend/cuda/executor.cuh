@@ -104,6 +104,21 @@ inline constexpr int rows_block =
 #else
     rows_cols<E> > 1 ? 128 : block_threads;
 #endif
+// Dims 1.. of the N-d index of outer row o of a box (column-major, dim 0 left to the caller).
+template <int N, class I>
+__device__ __forceinline__ void outer_index(I o, const Extents<N>& ext, I* idx) {
+#pragma unroll
+  for (int k = 1; k < N; ++k) {
+    const I e = static_cast<I>(ext[k]);
+    if (k + 1 < N) {
+      idx[k] = o % e;
+      o /= e;
+    } else {
+      idx[k] = o;
+    }
+  }
+}
+
 // The cartesian path's kernel when the box's first dimension is long (a stencil's shifted views,
 // a strided window): blocks of threads along dim 0, each block taking rows_unroll consecutive
 // outer rows, so a thread decodes its index once per row instead of dividing per element, and
@@ -111,23 +126,13 @@ inline constexpr int rows_block =
 template <class I, class Out, class E, int N>
 __global__ void __launch_bounds__(rows_block<E>) rows_kernel(const ShardTask<Out, E, N> t) {
   using V = typename E::value_type;
-  constexpr int U = rows_unroll, C = rows_cols<E>, B = rows_block<E>;
+  constexpr int U = rows_unroll, C = rows_cols<E>;
+  const I B = static_cast<I>(blockDim.x);  // at most rows_block<E>, chosen per launch by run()
   const I inner = static_cast<I>(t.ext[0]);
   const I outer = static_cast<I>(t.n) / inner;
   const I i0 = static_cast<I>(blockIdx.x) * (B * C) + static_cast<I>(threadIdx.x);
   if (i0 >= inner) return;
-  auto decode = [&](I o, I* idx) {
-#pragma unroll
-    for (int k = 1; k < N; ++k) {
-      const I e = static_cast<I>(t.ext[k]);
-      if (k + 1 < N) {
-        idx[k] = o % e;
-        o /= e;
-      } else {
-        idx[k] = o;
-      }
-    }
-  };
+  auto decode = [&](I o, I* idx) { outer_index<N>(o, t.ext, idx); };
   // Each block takes U consecutive rows (a grid-stride loop only past 65535 groups): a
   // stencil's neighbouring rows then come from L1, and the grid stays large enough to fill the
   // GPU. Measured on an H200, plain CUDA 5-point Jacobi 16384^2: U = 4 without a grid cap 0.76x
@@ -161,13 +166,109 @@ __global__ void __launch_bounds__(rows_block<E>) rows_kernel(const ShardTask<Out
   }
 }
 
+#ifndef TESSERA_ROWS_VEC_UNROLL
+#define TESSERA_ROWS_VEC_UNROLL 2
+#endif
+inline constexpr int rows_vec_block = 128;
+// Whether an expression takes the row-vector kernel: a wide stencil (six or more array operands)
+// whose operands and output share one element size of 2, 4 or 8 bytes; a shard also needs every
+// operand contiguous or broadcast along dim 0 (checked per launch). Measured on an H200 (row
+// vectors / the scalar rows kernel): 3-D 7-point diffusion 512^3 (9 operands) float 0.513x /
+// 0.328x memcpy, double 0.606x / 0.459x; 2-D 5-point Jacobi 16384^2 (4 operands) 0.737x / 0.832x,
+// which is why a narrow stencil keeps the scalar kernel. Rows per block: 2 (4 gave 0.453x and
+// 0.709x, 8 0.312x and 0.582x: the registers of more rows cost more occupancy than they save).
+template <class Out, class E>
+inline constexpr bool row_vectors = [] {
+  constexpr std::size_t s = sizeof(typename Out::value_type);
+#ifdef TESSERA_NO_ROWS_VEC
+  return false;
+#endif
+  return leaf_count<E>::value >= 6 && min_leaf_size<E>::value == s && max_leaf_size<E>::value == s &&
+         (s == 2 || s == 4 || s == 8);
+}();
+// The rows kernel with K = 16 / element size outputs per thread and row, each operand read as
+// 16-byte vectors (LeafEval::row_vec): a 5-point stencil's 20 scalar loads per 4 outputs become
+// 6 vector loads. The few elements before the row's first aligned output and after its last
+// whole vector are done one by one by the first threads of the row.
+template <class I, class Out, class E, int N>
+__global__ void __launch_bounds__(rows_vec_block) rows_vec_kernel(const ShardTask<Out, E, N> t) {
+  using V = typename E::value_type;
+  constexpr int U = TESSERA_ROWS_VEC_UNROLL, K = static_cast<int>(16 / sizeof(typename Out::value_type));
+  const I inner = static_cast<I>(t.ext[0]);
+  const I outer = static_cast<I>(t.n) / inner;
+  const I q = static_cast<I>(blockIdx.x) * static_cast<I>(blockDim.x) + static_cast<I>(threadIdx.x);
+  const bool edges = blockIdx.x == 0 && threadIdx.x < 2 * K;
+  const I groups = (outer + U - 1) / U;
+  for (I g = static_cast<I>(blockIdx.y); g < groups; g += static_cast<I>(gridDim.y)) {
+    const I o = g * U, last = o + U < outer ? o + U : outer;
+    I idx[U][N];
+    V v[U][K];
+    bool whole[U];
+#pragma unroll
+    for (int u = 0; u < U; ++u) {
+      whole[u] = false;
+      if (o + u < last) {
+        outer_index<N>(o + u, t.ext, idx[u]);
+        idx[u][0] = 0;
+        const I i = static_cast<I>(t.out.template row_head<K>(idx[u])) + q * K;
+        if (i + K <= inner) {
+          whole[u] = true;
+          idx[u][0] = i;
+          t.e.template row_vec<K>(idx[u], v[u]);
+        }
+      }
+    }
+#pragma unroll
+    for (int u = 0; u < U; ++u) {
+      if (whole[u]) t.out.template store_row_vec<K>(idx[u], v[u]);
+    }
+    if (edges) {
+      const I j = static_cast<I>(threadIdx.x);
+      for (I r = o; r < last; ++r) {
+        I x[N];
+        outer_index<N>(r, t.ext, x);
+        x[0] = 0;
+        const I h = static_cast<I>(t.out.template row_head<K>(x));
+        const I tail = h + (inner - h) / K * K;
+        const I e = j < K ? j : tail + (j - K);
+        if (j < K ? e < h : e < inner) {
+          x[0] = e;
+          t.out.store_at(x, t.e.at(x));
+        }
+      }
+    }
+  }
+}
+
 template <class Out, class E, int N>
 void run(const ShardTask<Out, E, N>& t, int device, int shard) {
   using Task = ShardTask<Out, E, N>;
+  if constexpr (N >= 2 && row_vectors<Out, E>) {
+    if (t.mode == path::cartesian && t.ext[0] >= TESSERA_ROWS_MIN_INNER && !t.wide && t.out.st[0] == 1 &&
+        t.e.dim0_unit()) {
+      constexpr index_t K = 16 / sizeof(typename Out::value_type);
+      const index_t vectors = (t.ext[0] + K - 1) / K;
+      const index_t x = (vectors + rows_vec_block - 1) / rows_vec_block;
+      index_t B = ((vectors + x - 1) / x + 31) / 32 * 32;
+      if (B > rows_vec_block) B = rows_vec_block;
+      index_t y = (t.n / t.ext[0] + TESSERA_ROWS_VEC_UNROLL - 1) / TESSERA_ROWS_VEC_UNROLL;
+      if (y > 65535) y = 65535;
+      if (y < 1) y = 1;
+      const dim3 grid(static_cast<unsigned>(x), static_cast<unsigned>(y));
+      launch(&rows_vec_kernel<std::int32_t, Out, E, N>, grid, static_cast<int>(B), t, device, shard, "rows_vec_kernel");
+      return;
+    }
+  }
   if constexpr (N >= 2) {
     if (t.mode == path::cartesian && t.ext[0] >= TESSERA_ROWS_MIN_INNER) {
-      constexpr index_t B = rows_block<E>, C = rows_cols<E>;
-      const index_t x = (t.ext[0] + B * C - 1) / (B * C);
+      // As few blocks along dim 0 as rows_block<E> threads allow, each as narrow as covers the row
+      // in whole warps: a short row (510 elements of a 512^3 stencil's interior) then leaves
+      // 11% of the lanes idle instead of 34% with a fixed 128 x 3.
+      constexpr index_t C = rows_cols<E>, Bmax = rows_block<E>;
+      const index_t x = (t.ext[0] + Bmax * C - 1) / (Bmax * C);
+      const index_t per_block = (t.ext[0] + x * C - 1) / (x * C);
+      index_t B = (per_block + 31) / 32 * 32;
+      if (B > Bmax) B = Bmax;
       const index_t outer = t.n / t.ext[0];
       index_t y = (outer + rows_unroll - 1) / rows_unroll;
       if (y > 65535) y = 65535;

@@ -10,6 +10,8 @@
 
 #include <cuda_runtime.h>
 
+#include <atomic>
+
 namespace tessera::detail::cuda {
 
 // SMs of a device (at least 1): grids are sized from it.
@@ -23,6 +25,24 @@ inline unsigned grid_blocks(index_t work, index_t per_block, index_t cap) {
   index_t blocks = (work + per_block - 1) / per_block;
   if (blocks > cap) blocks = cap;
   return static_cast<unsigned>(blocks < 1 ? 1 : blocks);
+}
+
+// Blocks of `threads` threads of `kernel` that one SM of `device` holds at once, asked once per
+// kernel and device: a grid-stride kernel sized for more than that runs a second, partial wave.
+template <class Task>
+index_t resident_blocks(void (*kernel)(Task), int threads, int device) {
+  static std::atomic<int> cached[64];
+  const bool cacheable = device >= 0 && device < 64;
+  if (cacheable) {
+    if (const int c = cached[device].load(std::memory_order_relaxed); c > 0) return c;
+  }
+  rt::set_device(device);
+  int blocks = 0;
+  rt::check_cuda(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&blocks, kernel, threads, 0),
+                 "cudaOccupancyMaxActiveBlocksPerMultiprocessor", device);
+  if (blocks < 1) blocks = 1;
+  if (cacheable) cached[device].store(blocks, std::memory_order_relaxed);
+  return blocks;
 }
 
 // `stream`: another of the device's streams (a cudaStream_t; null: the device's main stream).

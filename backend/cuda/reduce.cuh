@@ -24,12 +24,15 @@ namespace tessera::detail::cuda {
 #define TESSERA_REDUCE_UNROLL 4
 #endif
 #ifndef TESSERA_REDUCE_BLOCKS_PER_SM
-#define TESSERA_REDUCE_BLOCKS_PER_SM 8
+#define TESSERA_REDUCE_BLOCKS_PER_SM 0  // 0: as many as the SM holds at once
 #endif
 // Resident blocks per SM the dims kernel is compiled for (registers capped at 64 per thread):
 // measured on an H200, sum(W .* x_row, dims(1)) of 10000 x 300000 float ran at 0.51x memcpy with
 // 1 (78+ registers, 2-3 blocks), 0.82x with 4 and 0.56x with 6 (spills); sum(x, dims(0)) and
 // dims(1) of 2^14 x 2^14 stayed at 1.04x and 0.96x.
+#ifndef TESSERA_REDUCE_EVEN_SHARE
+#define TESSERA_REDUCE_EVEN_SHARE 0
+#endif
 #ifndef TESSERA_DIMS_MIN_BLOCKS
 #define TESSERA_DIMS_MIN_BLOCKS 4
 #endif
@@ -88,10 +91,20 @@ __global__ void __launch_bounds__(reduce_threads) full_reduce_kernel(const Task 
   if (t.mode == path::vector) {
     using V = typename decltype(t.e)::value_type;
     const I chunks = n / K;
-    for_each_vector<K, reduce_unroll>(t.e, chunks, tid, threads, [&](I, const V(&v)[K]) {
+    auto fold = [&](I, const V(&v)[K]) {
 #pragma unroll
       for (int j = 0; j < K; ++j) acc = static_cast<Acc>(t.op(acc, static_cast<Acc>(t.map(v[j]))));
-    });
+    };
+#if TESSERA_REDUCE_EVEN_SHARE
+    constexpr I tile = static_cast<I>(reduce_threads) * reduce_unroll;
+    const I blocks = static_cast<I>(gridDim.x);
+    const I share = ((chunks + blocks - 1) / blocks + tile - 1) / tile * tile;
+    const I begin = static_cast<I>(blockIdx.x) * share;
+    const I end = begin + share < chunks ? begin + share : chunks;
+    if (begin < end) for_each_vector<K, reduce_unroll>(t.e, end, begin + static_cast<I>(threadIdx.x), static_cast<I>(reduce_threads), fold);
+#else
+    for_each_vector<K, reduce_unroll>(t.e, chunks, tid, threads, fold);
+#endif
     const I i = chunks * K + tid;  // the tail of fewer than K elements
     if (i < n) acc = static_cast<Acc>(t.op(acc, t.element(i)));
   } else {
@@ -125,11 +138,13 @@ void run(const FullTask<Acc, H, E, Map, Op, N>& task, int device, int shard) {
   using Task = FullTask<Acc, H, E, Map, Op, N>;
   Task t = task;
   const index_t work = t.mode == path::vector ? t.n / Task::K / reduce_unroll : t.n;
-  const unsigned blocks = grid_blocks(work, reduce_threads, sm_count(device) * TESSERA_REDUCE_BLOCKS_PER_SM);
+  auto* kernel = t.wide ? &full_reduce_kernel<std::int64_t, Task> : &full_reduce_kernel<std::int32_t, Task>;
+  const index_t per_sm =
+      TESSERA_REDUCE_BLOCKS_PER_SM > 0 ? TESSERA_REDUCE_BLOCKS_PER_SM : resident_blocks(kernel, reduce_threads, device);
+  const unsigned blocks = grid_blocks(work, reduce_threads, sm_count(device) * per_sm);
   t.partials = static_cast<Acc*>(rt::scratch(device, blocks * sizeof(Acc)));
   t.counter = rt::block_counter(device);
-  launch(t.wide ? &full_reduce_kernel<std::int64_t, Task> : &full_reduce_kernel<std::int32_t, Task>, blocks,
-         reduce_threads, t, device, shard, "full_reduce_kernel");
+  launch(kernel, blocks, reduce_threads, t, device, shard, "full_reduce_kernel");
 }
 
 // -- along dims -----------------------------------------------------------------------------------

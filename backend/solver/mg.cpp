@@ -155,10 +155,24 @@ void run(const MgSolveTask& t, int device, int shard) {
   // The cache hands blocks back in the order of Tessera's streams, which cusolverMg does not use.
   for (int g = 0; g < G; ++g) rt::synchronize_device(t.devices[g]);
   const std::int64_t lwork = static_cast<std::int64_t>(work.bytes / elem);
+  // Every device's work is done before anything throws: cusolverMg may still be using the
+  // workspace that the throw would release.
+  auto wait_all = [&](const char* after) {
+    for (int g = 0; g < G; ++g) {
+      rt::set_device(t.devices[g]);
+      rt::check_cuda(cudaDeviceSynchronize(), after, t.devices[g]);
+    }
+  };
   int info = 0;
+  rt::set_device(t.devices[0]);  // the grid's first device current, as NVIDIA's samples call it
   if (t.kind == mg_kind::cholesky) {
-    check_mg(cusolverMgPotrf(h, CUBLAS_FILL_MODE_LOWER, n, a.data(), 1, 1, d.a, dt, work.p.data(), lwork, &info),
-             "cusolverMgPotrf", t);
+    const cusolverStatus_t s =
+        cusolverMgPotrf(h, CUBLAS_FILL_MODE_LOWER, n, a.data(), 1, 1, d.a, dt, work.p.data(), lwork, &info);
+    wait_all("cudaDeviceSynchronize (after cusolverMgPotrf)");
+    // A leading minor that is not positive definite comes back as CUSOLVER_STATUS_INTERNAL_ERROR
+    // with info > 0 (its order), unlike getrf's singular pivot, which is a success with info > 0:
+    // that is a result for the planner to name, not a failure of the library.
+    if (s != CUSOLVER_STATUS_INTERNAL_ERROR || info <= 0) check_mg(s, "cusolverMgPotrf", t);
   } else if (t.kind == mg_kind::eigh) {
     // W is host memory (cusolverMg returns the eigenvalues to the host).
     check_mg(cusolverMgSyevd(h, jobz, CUBLAS_FILL_MODE_LOWER, n, a.data(), 1, 1, d.a, t.w, dt, dt, work.p.data(), lwork,
@@ -168,10 +182,7 @@ void run(const MgSolveTask& t, int device, int shard) {
     check_mg(cusolverMgGetrf(h, n, n, a.data(), 1, 1, d.a, ipiv.data(), dt, work.p.data(), lwork, &info),
              "cusolverMgGetrf", t);
   }
-  for (int g = 0; g < G; ++g) {
-    rt::set_device(t.devices[g]);
-    rt::check_cuda(cudaDeviceSynchronize(), "cudaDeviceSynchronize (after cusolverMg's factorization)", t.devices[g]);
-  }
+  wait_all("cudaDeviceSynchronize (after cusolverMg's factorization)");
   *t.info = info;
   // The planner names a zero pivot or a minor that is not positive definite, and a rejected argument.
   if (info != 0 || t.kind != mg_kind::solve) return;
@@ -186,10 +197,7 @@ void run(const MgSolveTask& t, int device, int shard) {
                           std::to_string(-sinfo));
     }
   }
-  for (int g = 0; g < G; ++g) {
-    rt::set_device(t.devices[g]);
-    rt::check_cuda(cudaDeviceSynchronize(), "cudaDeviceSynchronize (after cusolverMgGetrs)", t.devices[g]);
-  }
+  wait_all("cudaDeviceSynchronize (after cusolverMgGetrs)");
 #pragma GCC diagnostic pop
 #else
   (void)t;

@@ -78,6 +78,56 @@ struct LeafEval {
 #pragma unroll
     for (int j = 0; j < K; ++j) out[j] = static_cast<value_type>(v.v[j]);
   }
+  // Whether row_vec may read this leaf: contiguous or broadcast along dim 0.
+  bool dim0_unit() const { return st[0] == 0 || st[0] == 1; }
+  // K = 16 / sizeof(T) elements along dim 0 from idx (the row-vector path of stencils,
+  // backend/cuda/executor.cuh): a shifted view is rarely 16-byte aligned, so the vector is taken
+  // from the one or two aligned 16-byte chunks that hold it. Both chunks hold an element of the
+  // view, so no byte outside the allocation is read; the neighbouring threads read the same
+  // chunks, which come from L1.
+  template <int K, class I>
+  TS_HD void row_vec(const I* idx, value_type (&out)[K]) const {
+    I off = 0;
+    for (int k = 0; k < N; ++k) off += idx[k] * static_cast<I>(st[k]);
+#if defined(__CUDA_ARCH__)
+    static_assert(K * sizeof(T) == 16, "row_vec: one 16-byte chunk holds K elements");
+    if (st[0] == 0) {
+      const value_type v = at(idx);
+#pragma unroll
+      for (int j = 0; j < K; ++j) out[j] = v;
+      return;
+    }
+    const T* a = p + off;
+    const int m = static_cast<int>((reinterpret_cast<std::uintptr_t>(a) / sizeof(T)) % K);
+    const T* base = a - m;
+    vec_t<T, K> w[2];
+    const uint4 c0 = load16_read_only(base);
+    __builtin_memcpy(&w[0], &c0, 16);
+    if (m != 0) {
+      const uint4 c1 = load16_read_only(base + K);
+      __builtin_memcpy(&w[1], &c1, 16);
+    }
+    shifted<1>(m, w, out);
+#else
+    for (int j = 0; j < K; ++j) out[j] = static_cast<value_type>(p[off + j]);
+#endif
+  }
+  // out[j] = element m + j of the chunk pair, for the run-time m taken as a constant (a register
+  // array indexed at run time would go to local memory).
+  template <int M, int K>
+  TS_HD static void shifted(int m, const vec_t<T, K> (&w)[2], value_type (&out)[K]) {
+    if constexpr (M == K) {
+#pragma unroll
+      for (int j = 0; j < K; ++j) out[j] = static_cast<value_type>(w[0].v[j]);
+    } else {
+      if (m == M) {
+#pragma unroll
+        for (int j = 0; j < K; ++j) out[j] = static_cast<value_type>(j + M < K ? w[0].v[j + M] : w[1].v[j + M - K]);
+      } else {
+        shifted<M + 1>(m, w, out);
+      }
+    }
+  }
   // A cursor on a run of vectors starting at idx (idx[0] a multiple of K), vector q being K
   // elements along dim 0 at q * step(d) elements from the start: see LeafRun.
   template <class I>
@@ -130,6 +180,12 @@ struct ScalarEval {
   TS_HD ScalarEval run(const I*, int, index_t) const {
     return *this;
   }
+  bool dim0_unit() const { return true; }
+  template <int K, class I>
+  TS_HD void row_vec(const I*, T (&out)[K]) const {
+#pragma unroll
+    for (int j = 0; j < K; ++j) out[j] = value;
+  }
 };
 
 template <int N>
@@ -165,6 +221,13 @@ struct IndexEval {
   TS_HD Run run(const I* idx, int d, index_t mult) const {
     return {at(idx), st[d] * mult, st[0]};
   }
+  bool dim0_unit() const { return true; }
+  template <int K, class I>
+  TS_HD void row_vec(const I* idx, index_t (&out)[K]) const {
+    const index_t first = at(idx);
+#pragma unroll
+    for (int j = 0; j < K; ++j) out[j] = first + j * st[0];
+  }
 };
 
 template <class F, class... E>
@@ -189,6 +252,11 @@ struct NodeEval {
   TS_HD auto run(const I* idx, int d, index_t mult) const {
     return run_impl(idx, d, mult, std::index_sequence_for<E...>{});
   }
+  bool dim0_unit() const { return dim0_unit_impl(std::index_sequence_for<E...>{}); }
+  template <int K, class I>
+  TS_HD void row_vec(const I* idx, value_type (&out)[K]) const {
+    row_vec_impl<K>(idx, out, std::index_sequence_for<E...>{});
+  }
 
  private:
   template <class I, std::size_t... S>
@@ -207,6 +275,17 @@ struct NodeEval {
   TS_HD void vec_impl(I chunk, value_type (&out)[K], std::index_sequence<S...>) const {
     ev_tuple<lane<typename E::value_type, K>...> in;
     (ev_get<S>(a).template vec<K>(chunk, ev_get<S>(in).v), ...);
+#pragma unroll
+    for (int j = 0; j < K; ++j) out[j] = f(ev_get<S>(in).v[j]...);
+  }
+  template <std::size_t... S>
+  bool dim0_unit_impl(std::index_sequence<S...>) const {
+    return (true && ... && ev_get<S>(a).dim0_unit());
+  }
+  template <int K, class I, std::size_t... S>
+  TS_HD void row_vec_impl(const I* idx, value_type (&out)[K], std::index_sequence<S...>) const {
+    ev_tuple<lane<typename E::value_type, K>...> in;
+    (ev_get<S>(a).template row_vec<K>(idx, ev_get<S>(in).v), ...);
 #pragma unroll
     for (int j = 0; j < K; ++j) out[j] = f(ev_get<S>(in).v[j]...);
   }
@@ -232,6 +311,23 @@ struct OutEval {
     I off = 0;
     for (int k = 0; k < N; ++k) off += idx[k] * static_cast<I>(st[k]);
     p[off] = static_cast<T>(v);
+  }
+  // Elements before the first 16-byte aligned one of the row at idx (idx[0] = 0), for row vectors.
+  template <int K, class I>
+  TS_HD int row_head(const I* idx) const {
+    I off = 0;
+    for (int k = 1; k < N; ++k) off += idx[k] * static_cast<I>(st[k]);
+    const int m = static_cast<int>((reinterpret_cast<std::uintptr_t>(p + off) / sizeof(T)) % K);
+    return (K - m) % K;
+  }
+  template <int K, class I, class V>
+  TS_HD void store_row_vec(const I* idx, const V (&v)[K]) const {
+    I off = 0;
+    for (int k = 0; k < N; ++k) off += idx[k] * static_cast<I>(st[k]);
+    vec_t<T, K> w;
+#pragma unroll
+    for (int j = 0; j < K; ++j) w.v[j] = static_cast<T>(v[j]);
+    *reinterpret_cast<vec_t<T, K>*>(p + off) = w;
   }
   template <int K, class I, class V>
   TS_HD void store_vec(I chunk, const V (&v)[K]) const {
@@ -278,6 +374,25 @@ struct min_leaf_size<NodeEval<F, E...>> {
   static constexpr std::size_t value = [] {
     std::size_t m = 16;
     ((m = min_leaf_size<E>::value < m ? min_leaf_size<E>::value : m), ...);
+    return m;
+  }();
+};
+
+// Largest element among the leaves (1 without leaves): with min_leaf_size, whether every leaf
+// has one element size, which the row-vector path needs.
+template <class E>
+struct max_leaf_size {
+  static constexpr std::size_t value = 1;
+};
+template <class T, int N>
+struct max_leaf_size<LeafEval<T, N>> {
+  static constexpr std::size_t value = sizeof(T);
+};
+template <class F, class... E>
+struct max_leaf_size<NodeEval<F, E...>> {
+  static constexpr std::size_t value = [] {
+    std::size_t m = 1;
+    ((m = max_leaf_size<E>::value > m ? max_leaf_size<E>::value : m), ...);
     return m;
   }();
 };

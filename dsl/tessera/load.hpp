@@ -43,6 +43,20 @@ __device__ __forceinline__ T load_read_only(const T* p) {
   return __ldg(p);
 #endif
 }
+
+// 16 bytes from a 16-byte aligned address, the same way (the row-vector path of stencils:
+// LeafEval::row_vec). Not volatile: the compiler may hoist and schedule these loads freely.
+__device__ __forceinline__ uint4 load16_read_only(const void* p) {
+  uint4 r;
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 750 && !defined(TESSERA_NO_L2_HINT)
+  asm("ld.global.nc.L2::128B.v4.u32 {%0, %1, %2, %3}, [%4];"
+      : "=r"(r.x), "=r"(r.y), "=r"(r.z), "=r"(r.w)
+      : "l"(p));
+#else
+  r = __ldg(static_cast<const uint4*>(p));
+#endif
+  return r;
+}
 #endif
 
 }  // namespace tessera::detail

@@ -460,10 +460,9 @@ auto cholesky(const A& a) {
   const auto& l = a.layout();
   detail::require_square("cholesky(A)", l);
   const index_t n = l.shape[0];
-  // A matrix split by columns over GPUs is gathered, not factored through cusolverMgPotrf: that
-  // returned CUSOLVER_STATUS_INTERNAL_ERROR (7) on 2 H100s for n = 37 (tile 18), while getrf,
-  // getrs and syevd of the same tiles run (issue #21's note); cholesky_over_gpus is kept for the
-  // day that is understood.
+  if constexpr (N == 2) {
+    if (detail::solve_in_place_over_gpus(l)) return detail::cholesky_over_gpus<T>(l);
+  }
   auto w = detail::working_copy<T, N>(a.layout_ptr(), "cholesky(A)");
   const auto info = detail::run_solver<T, N>(*w, detail::solver::kind::potrf, n, n, [](auto&, std::size_t) {});
   if (const auto [b, code] = detail::first_failure(info); b >= 0) detail::throw_not_positive_definite<T, N>(l, b, code);
