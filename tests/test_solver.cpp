@@ -239,7 +239,7 @@ TEST_CASE("solve, inv, cholesky and eigh of a matrix split by columns: cusolverM
       CHECK(rel_diff(product(a, Mat{n, 1, get_vec(x)}), Mat{n, 1, bv}) < tol<double>(n));
       if (n <= 300) CHECK(rel_diff(product(get_mat(inv(A)), a), identity(n)) < tol<double>(n));
       CHECK(to_host(A) == before);
-      // cholesky: gathered on A's first device (cusolverMgPotrf failed on GPUs: solver_ops.hpp).
+      // cholesky: on GPUs through cusolverMgPotrf, L keeping A's column blocks.
       const Mat p = spd(n);
       const Mat l = get_mat(cholesky(put_mat<double>(p, shard(1, ds))));
       for (index_t j = 0; j < n; ++j)
