@@ -12,6 +12,7 @@
 #include <algorithm>
 #include <cstdlib>
 #include <cstring>
+#include <utility>
 #include <vector>
 
 namespace tessera::detail::rt {
@@ -250,10 +251,54 @@ void copy_between(int dst_device, void* dst, int src_device, const void* src, st
 }
 
 namespace {
-// The copies between distinct GPUs of this process go to copy_peers together; the others are made
-// one by one, before it.
+#if TESSERA_HAS_CUDA
+// Copies within one GPU that come with copies between GPUs (the piece of a re-shard that stays
+// on its device), on the GPU's copy stream: on the main stream they would run before the peer
+// copies queued there, one after the other, where the copy engines can run both at once. The copy
+// stream starts after the main stream's queued work; `join` makes the main stream's later work
+// wait for these copies, once the peer copies are queued on it.
+struct local_side_copies {
+  std::vector<std::pair<int, cudaEvent_t>> done;
+  void issue(const std::vector<copy_region>& locals) {
+    std::vector<int> devs;
+    for (const auto& r : locals)
+      if (std::find(devs.begin(), devs.end(), r.dst_device) == devs.end()) devs.push_back(r.dst_device);
+    for (int d : devs) {
+      device_guard guard(d);
+      const auto main = static_cast<cudaStream_t>(stream(d));
+      const cudaStream_t side = gpu(d).copy_stream;
+      cudaEvent_t ready = nullptr, finished = nullptr;
+      cuda_check(cudaEventCreateWithFlags(&ready, cudaEventDisableTiming), "cudaEventCreateWithFlags", d);
+      const cudaError_t e = cudaEventRecord(ready, main);
+      const cudaError_t w = e == cudaSuccess ? cudaStreamWaitEvent(side, ready, 0) : e;
+      (void)cudaEventDestroy(ready);
+      cuda_check(w, "cudaStreamWaitEvent (the copy stream after the main stream)", d);
+      for (const auto& r : locals)
+        if (r.dst_device == d)
+          cuda_check(cudaMemcpy2DAsync(r.dst, r.dst_pitch, r.src, r.src_pitch, r.width, r.height,
+                                       cudaMemcpyDeviceToDevice, side),
+                     "cudaMemcpy2DAsync", d);
+      cuda_check(cudaEventCreateWithFlags(&finished, cudaEventDisableTiming), "cudaEventCreateWithFlags", d);
+      done.push_back({d, finished});
+      cuda_check(cudaEventRecord(finished, side), "cudaEventRecord", d);
+    }
+  }
+  void join() {
+    for (auto& [d, e] : done) {
+      device_guard guard(d);
+      cuda_check(cudaStreamWaitEvent(static_cast<cudaStream_t>(stream(d)), e, 0), "cudaStreamWaitEvent", d);
+    }
+  }
+  ~local_side_copies() {
+    for (auto& [d, e] : done) (void)cudaEventDestroy(e);
+  }
+};
+#endif
+
+// The copies between distinct GPUs of this process go to copy_peers together, with the copies
+// within one GPU beside them (local_side_copies); the others are made one by one, before them.
 void copy_many(const copy_region* regions, std::size_t n, copy_ticket* ticket) {
-  std::vector<copy_region> peers;
+  std::vector<copy_region> peers, locals;
   for (std::size_t i = 0; i < n; ++i) {
     const copy_region& r = regions[i];
     if (r.width == 0 || r.height == 0) continue;
@@ -261,15 +306,25 @@ void copy_many(const copy_region* regions, std::size_t n, copy_ticket* ticket) {
     if (r.dst_buf) make_resident(*r.dst_buf);
     if (r.src_buf) make_resident(*r.src_buf);
     const int pair[2] = {r.dst_device, r.src_device};
-    const bool gpus = is_gpu(get(), r.dst_device) && is_gpu(get(), r.src_device) && r.dst_device != r.src_device;
-    if (gpus && !crosses_ranks(pair, 2, "a copy between devices")) {
+    const bool gpus = is_gpu(get(), r.dst_device) && is_gpu(get(), r.src_device);
+    if (gpus && r.dst_device != r.src_device && !crosses_ranks(pair, 2, "a copy between devices")) {
       peers.push_back(r);
+    } else if (gpus && r.dst_device == r.src_device && !ticket && !capturing() && !is_remote(r.dst_device)) {
+      locals.push_back(r);
     } else {
       copy_between_2d(r.dst_device, r.dst, r.dst_pitch, r.src_device, r.src, r.src_pitch, r.width, r.height);
     }
   }
 #if TESSERA_HAS_CUDA
-  if (!peers.empty()) copy_peers(peers.data(), peers.size(), ticket);
+  if (peers.empty()) {
+    for (const auto& r : locals)
+      copy_between_2d(r.dst_device, r.dst, r.dst_pitch, r.src_device, r.src, r.src_pitch, r.width, r.height);
+    return;
+  }
+  local_side_copies side;
+  side.issue(locals);
+  copy_peers(peers.data(), peers.size(), ticket);
+  side.join();
 #else
   (void)ticket;
 #endif
