@@ -99,7 +99,8 @@ void move_piece(const std::shared_ptr<Layout<T, N>>& dst, const std::shared_ptr<
   const auto elem = sizeof(T);
   const bool rows = same_rows(dr, sr);
   if (d.device == s.device) {
-    if (rows && !d.device.is_host()) {
+    // (Within one buffer, a kernel: an assignment checks for overlap, a copy engine would not.)
+    if (rows && !d.device.is_host() && d.buf != s.buf) {
       local.push_back({d.device.id(), d.ptr, static_cast<std::size_t>(dr.pitch) * elem, s.device.id(), s.ptr,
                        static_cast<std::size_t>(sr.pitch) * elem, static_cast<std::size_t>(dr.width) * elem,
                        static_cast<std::size_t>(dr.height), d.buf.get(), s.buf.get()});
