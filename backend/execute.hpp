@@ -21,6 +21,7 @@
 #endif
 
 #include <string>
+#include <type_traits>
 #include <vector>
 
 namespace tessera::detail {
@@ -68,6 +69,19 @@ template <class Task>
 void destroy_task(void* task) {
   delete static_cast<Task*>(task);
 }
+
+template <class Task>
+void destroy_task_in_place(void* task) {
+  static_cast<Task*>(task)->~Task();
+}
+// A task type for rt::job_list (assignments): its typed run, copy and deletion.
+template <class Task>
+inline constexpr rt::task_type task_type_of{
+    .size = sizeof(Task),
+    .run = &run_task<Task>,
+    .clone = &clone_task<Task>,
+    .destroy = &destroy_task<Task>,
+    .destroy_in_place = std::is_trivially_destructible_v<Task> ? nullptr : &destroy_task_in_place<Task>};
 
 // Runs every job (GPU jobs queued on their streams first, then host jobs; `sequential` waits for
 // each). The caller's current CUDA device is restored, and the first error rethrown once every

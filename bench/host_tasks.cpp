@@ -11,7 +11,7 @@
 // scripts/bench_ab.sh (BENCHES=host_tasks). Works only on host devices (TESSERA_BACKEND=host is set).
 //
 //   bench_host_tasks [--n N] [--log2n K] [--devices D] [--reps R]
-#include <tessera/tessera.hpp>
+#include <tessera/kernel.hpp>  // the umbrella header and the user kernels
 
 #include <algorithm>
 #include <chrono>

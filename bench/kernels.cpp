@@ -20,7 +20,7 @@
 // and never fails on a MISS; the exit status is non-zero only for an error or a wrong result.
 //
 //   bench_kernels [--log2n K] [--reps R] [--warmup W] [--batch B] [--launches N] [--spin-us S]
-#include <tessera/tessera.hpp>
+#include <tessera/kernel.hpp>  // the umbrella header and the user kernels
 
 #include <bench/support/program.hpp>
 

@@ -8,7 +8,7 @@
 // RawKernel (CUDA C++ compiled by NVRTC at run time) runs on GPUs only; on host devices (no GPU,
 // or TESSERA_BACKEND=host; TESSERA_HOST_DEVICES=4 to try several) the same steps use
 // ElementwiseKernel, which the system C++ compiler builds at run time.
-#include <tessera/tessera.hpp>
+#include <tessera/kernel.hpp>  // the umbrella header and the user kernels
 
 #include <cmath>
 #include <cstdint>

@@ -14,6 +14,8 @@
 // what needs NCCL across ranks, which NCCL refuses there ("Duplicate GPU detected").
 #include "test_support.hpp"
 
+#include <tessera/kernel.hpp>  // user kernels: not in the umbrella header
+
 #include <tessera/distributed.hpp>
 
 #include <algorithm>

@@ -7,6 +7,8 @@
 // unified array touched on the host is read correctly by every kind of task afterwards.
 #include "test_support.hpp"
 
+#include <tessera/kernel.hpp>  // user kernels: not in the umbrella header
+
 #include <cstdlib>
 #include <string>
 #include <vector>

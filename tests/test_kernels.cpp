@@ -4,6 +4,8 @@
 // broadcasting, views, given outputs), RawKernel launches per shard on GPUs.
 #include "test_support.hpp"
 
+#include <tessera/kernel.hpp>  // user kernels: not in the umbrella header
+
 #include <cstdlib>
 #include <string>
 #include <vector>

@@ -22,6 +22,36 @@ void refuse_while_recording(const char* what) {
                          what + "; do it before or after hide_communication");
 }
 
+job_list::job_list(const task_type& type, std::size_t capacity)
+    : type_(&type), slots_((type.size + sizeof(std::max_align_t) - 1) / sizeof(std::max_align_t)) {
+  tasks_.resize(slots_ * capacity);
+  uses_.reserve(capacity);
+  launches_.reserve(capacity);
+}
+
+job_list::~job_list() {
+  if (type_->destroy_in_place == nullptr) return;
+  for (std::size_t i = 0; i < launches_.size(); ++i) type_->destroy_in_place(tasks_.data() + slots_ * i);
+}
+
+void* job_list::add(int device, int shard, bool host, std::int64_t n, buffer_list&& uses) {
+  if (launches_.size() == launches_.capacity()) throw error("tessera: internal error: job_list::add past its capacity");
+  void* task = tasks_.data() + slots_ * launches_.size();
+  uses_.push_back(std::move(uses));
+  launches_.push_back({.device = device,
+                       .shard = shard,
+                       .host = host,
+                       .n = n,
+                       .run = type_->run,
+                       .task = task,
+                       .uses = &uses_.back(),
+                       .clone = type_->clone,
+                       .destroy = type_->destroy});
+  return task;
+}
+
+void job_list::run(bool sequential) const { run_shards(launches_.data(), launches_.size(), sequential); }
+
 void run_shards(const shard_launch* shards, std::size_t count, bool sequential) {
   refuse_while_recording("an operation that launches work other than an assignment (a reduction, scan, sort, "
                          "fill or user kernel)");

@@ -217,6 +217,39 @@ struct shard_launch {
   void* (*clone)(const void* task) = nullptr;
   void (*destroy)(void* task) = nullptr;
 };
+// A task type, for the shard loop: its size, its typed run (as shard_launch::run) and its copy and
+// deletion (as shard_launch::clone and destroy). Tasks listed this way are trivially copyable.
+struct task_type {
+  std::size_t size;
+  void (*run)(const void* task, int device, int shard, bool host);
+  void* (*clone)(const void* task);
+  void (*destroy)(void* task);
+  void (*destroy_in_place)(void* task);  // null when the task is trivially destructible
+};
+// The jobs of one operation, all with tasks of one type, held without knowing that type: an
+// assignment plans into it (dsl/tessera/assign.hpp), so that the job vector and the launch list
+// are compiled once here rather than once per expression type. Room for `capacity` jobs is made up
+// front: the tasks and use lists never move while the shard loop points at them.
+class job_list {
+ public:
+  job_list(const task_type& type, std::size_t capacity);
+  job_list(const job_list&) = delete;
+  job_list& operator=(const job_list&) = delete;
+  ~job_list();
+  // Adds a job and returns the storage of its task (suitably aligned for any task type, at most
+  // alignof(std::max_align_t)), for the caller to construct the task in.
+  void* add(int device, int shard, bool host, std::int64_t n, buffer_list&& uses);
+  // run_shards over the jobs added.
+  void run(bool sequential) const;
+
+ private:
+  const task_type* type_;
+  std::size_t slots_;  // max_align_t units per task
+  std::vector<std::max_align_t> tasks_;
+  std::vector<buffer_list> uses_;
+  std::vector<shard_launch> launches_;
+};
+
 // Host shards at least this large run concurrently on the host thread pool when several are
 // launched with par.
 inline constexpr std::int64_t host_parallel_threshold = std::int64_t(1) << 16;

@@ -8,7 +8,9 @@
 
 #include <backend/execute.hpp>
 
+#include <cstddef>
 #include <memory>
+#include <new>
 #include <string>
 #include <tuple>
 #include <vector>
@@ -120,33 +122,65 @@ void add_reads(const Broadcasted<F, A...>& b, std::vector<const rt::buffer*>& ou
   std::apply([&](const auto&... a) { (add_reads(a, out), ...); }, b.args);
 }
 
+// What the assignment driver (assign_parts) needs from one expression type: how to plan a box
+// into a job, which buffers the expression reads, and a replayable copy of the assignment. The
+// driver itself depends only on the destination's type, so one instance serves every expression
+// assigned to, say, an Array<float, 1>, and the job list is compiled once in tessera_runtime: per
+// expression only the plan and the task are compiled (docs/performance.md, "Compile time").
+template <class T, int N>
+struct assign_ops {
+  const void* node;
+  const rt::task_type* task;
+  // Plans the box of part p (of shard s) into one job; returns whether a read overlaps the
+  // written region at another offset (then the driver goes through a temporary).
+  bool (*plan)(const void* node, const Layout<T, N>& dst, const Part<T, N>& p, int s, rt::job_list& jobs);
+  void (*add_reads)(const void* node, std::vector<const rt::buffer*>& out);
+  replay_fn (*replay)(const void* node, const Layout<T, N>& dst, execution_policy pol);
+};
+
 template <class T, int N, class Node>
-void assign_node(const Layout<T, N>& dst, const Node& node, execution_policy pol, const box_filter* filter) {
-  // Instantiate: the expression's shape must broadcast to the destination's.
-  check_assignable<N, Node::rank>(dst.shape, node.shape());
-  // Unlike Julia, an expression of higher rank than its destination is a compile error even when
-  // its extra dimensions have size 1: take a view that drops them instead.
-  static_assert(Node::rank <= N, "TESSERA_RANK_MISMATCH: the expression has a higher rank than the destination");
+struct assign_planner {
   using Task = ShardTask<OutEval<T, N>, eval_t<Node, N>, N>;
+  static_assert(alignof(Task) <= alignof(std::max_align_t), "a task is stored in rt::job_list");
+  static bool plan(const void* node, const Layout<T, N>& dst, const Part<T, N>& p, int s, rt::job_list& jobs) {
+    auto plan = plan_shard<N>(*static_cast<const Node*>(node), dst.shape, {p.device, p.origin, p.extent},
+                              {&dst, &describe_layout<T, N>}, &p);
+    void* at = jobs.add(p.device.id(), s, p.device.is_host(), plan.n, std::move(plan.uses));
+    Task* t = ::new (at) Task{.out = {p.ptr, {}}, .e = plan.e, .ext = plan.ext, .n = plan.n, .mode = plan.mode, .wide = plan.wide};
+    for (int k = 0; k < N; ++k) t->out.st[k] = p.stride[k];
+    return plan.hazard;
+  }
+  static void reads(const void* node, std::vector<const rt::buffer*>& out) {
+    add_reads(*static_cast<const Node*>(node), out);
+  }
+  static replay_fn replay(const void* expr, const Layout<T, N>& dst, execution_policy pol) {
+    return replay_fn([dst, node = *static_cast<const Node*>(expr), pol](const box_filter* f) {
+      assign_node(dst, node, pol, f);
+    });
+  }
+};
+
+template <class T, int N, class Node>
+assign_ops<T, N> ops_for(const Node& node) {
+  using P = assign_planner<T, N, Node>;
+  return {.node = &node, .task = &task_type_of<typename P::Task>, .plan = &P::plan, .add_reads = &P::reads,
+          .replay = &P::replay};
+}
+
+template <class T, int N>
+void assign_parts(const Layout<T, N>& dst, const assign_ops<T, N>& ops, execution_policy pol,
+                  const box_filter* filter) {
   // Every shard is planned before anything runs: a placement error leaves every array intact.
-  std::vector<Job<Task>> jobs;
-  jobs.reserve(dst.parts.size());
+  // A filter splits a part into at most 3 intervals (pass_intervals).
+  rt::job_list jobs(*ops.task, dst.parts.size() * (filter ? 3 : 1));
   bool hazard = false;
-  auto plan_box = [&](const Part<T, N>& p, int s) {
-    const auto plan = plan_shard<N>(node, dst.shape, {p.device, p.origin, p.extent},
-                                    {&dst, &describe_layout<T, N>}, &p);
-    hazard = hazard || plan.hazard;
-    Task t{.out = {p.ptr, {}}, .e = plan.e, .ext = plan.ext, .n = plan.n, .mode = plan.mode, .wide = plan.wide};
-    for (int k = 0; k < N; ++k) t.out.st[k] = p.stride[k];
-    jobs.push_back({.task = t, .device = p.device, .shard = s, .n = plan.n, .uses = plan.uses});
-  };
   for (std::size_t s = 0; s < dst.parts.size(); ++s) {
     const Part<T, N>& p = dst.parts[s];
     if (p.empty()) continue;
     index_t iv[6];
     const int m = filter ? pass_intervals(*filter, dst, p, iv) : -1;
     if (m < 0) {
-      plan_box(p, static_cast<int>(s));
+      hazard = ops.plan(ops.node, dst, p, static_cast<int>(s), jobs) || hazard;
       continue;
     }
     const int d = dst.shard_dim;
@@ -155,26 +189,35 @@ void assign_node(const Layout<T, N>& dst, const Node& node, execution_policy pol
       q.ptr = p.ptr + (iv[2 * i] - p.origin[d]) * p.stride[d];
       q.origin[d] = iv[2 * i];
       q.extent[d] = iv[2 * i + 1] - iv[2 * i];
-      plan_box(q, static_cast<int>(s));
+      hazard = ops.plan(ops.node, dst, q, static_cast<int>(s), jobs) || hazard;
     }
   }
   if (filter == nullptr && active_recorder != nullptr) {
     // In hide_communication's body: planned above (errors come now, before anything runs), run
     // later, twice.
     std::vector<const rt::buffer*> reads;
-    add_reads(node, reads);
-    active_recorder->record(buffers_of(dst), reads, hazard,
-                            replay_fn([dst, node, pol](const box_filter* f) { assign_node(dst, node, pol, f); }));
+    ops.add_reads(ops.node, reads);
+    active_recorder->record(buffers_of(dst), reads, hazard, ops.replay(ops.node, dst, pol));
     return;
   }
   if (hazard) {
     // A read overlaps the written region at another offset: evaluate into a temporary first.
     auto tmp = clone_geometry<T, N>(dst);
-    assign_node(*tmp, node, pol, filter);
+    assign_parts(*tmp, ops, pol, filter);
     assign_node(dst, ArrayLeaf<T, N>{tmp}, pol, filter);
     return;
   }
-  execute(jobs, pol.sequential);
+  jobs.run(pol.sequential);
+}
+
+template <class T, int N, class Node>
+void assign_node(const Layout<T, N>& dst, const Node& node, execution_policy pol, const box_filter* filter) {
+  // Instantiate: the expression's shape must broadcast to the destination's.
+  check_assignable<N, Node::rank>(dst.shape, node.shape());
+  // Unlike Julia, an expression of higher rank than its destination is a compile error even when
+  // its extra dimensions have size 1: take a view that drops them instead.
+  static_assert(Node::rank <= N, "TESSERA_RANK_MISMATCH: the expression has a higher rank than the destination");
+  assign_parts<T, N>(dst, ops_for<T, N>(node), pol, filter);
 }
 
 // Fresh contiguous storage with the same devices and boxes as `l`.
@@ -203,6 +246,18 @@ std::shared_ptr<const Layout<T, N>> clone_layout(const Layout<T, N>& src) {
   return out;
 }
 
+// A new array for an expression without a destination: its placement (placement_of, through
+// the expression's leaf walk `choose`) and the assignment, both driven per result type.
+template <class V, int R>
+std::shared_ptr<const Layout<V, R>> materialize_parts(const Shape<R>& shape, choose_fn<R> choose,
+                                                      const assign_ops<V, R>& ops) {
+  LayoutChoice<R> choice;
+  choose(ops.node, shape, choice);
+  auto out = std::make_shared<const Layout<V, R>>(allocate_layout<V, R>(chosen_geometry(choice, shape), choice.mem));
+  assign_parts<V, R>(*out, ops, par, nullptr);
+  return out;
+}
+
 template <class Node>
 auto materialize(const Node& node) {
   constexpr int R = Node::rank;
@@ -210,12 +265,7 @@ auto materialize(const Node& node) {
   static_assert(element_type<V>,
                 "TESSERA_UNSUPPORTED_RESULT_TYPE: an expression materializes into bool, int32_t, int64_t, float, "
                 "double, complex, half or bfloat16; wrap it in cast<T>(...)");
-  const Shape<R> shape = node.shape();
-  memory mem = memory::unified;
-  const Geometry<R> g = placement_of<R>(node, shape, &mem);
-  auto out = std::make_shared<const Layout<V, R>>(allocate_layout<V, R>(g, mem));
-  assign_node(*out, node, par);
-  return Array<V, R>(std::move(out));
+  return Array<V, R>(materialize_parts<V, R>(node.shape(), &choose_of<R, Node>, ops_for<V, R>(node)));
 }
 
 }  // namespace tessera::detail

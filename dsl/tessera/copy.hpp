@@ -11,7 +11,6 @@
 #include <tessera/assign.hpp>
 
 #include <memory>
-#include <optional>
 #include <string>
 #include <utility>
 #include <vector>
@@ -199,17 +198,22 @@ void exchange_halo_cells(const Layout<T, N>& l);
 /// kind, a's by default). See the header comment; docs/semantics.md, "Data movement".
 template <class X>
   requires detail::is_array_like<std::remove_cvref_t<X>>::value
-auto copy(const X& a, const Placement& placement, std::optional<memory> mem = std::nullopt) {
+auto copy(const X& a, const Placement& placement, memory mem) {
   using V = std::remove_cvref_t<X>;
   using T = typename V::value_type;
   constexpr int N = V::rank;
   using namespace detail;
   const Layout<T, N>& src = a.layout();
-  auto out = std::make_shared<const Layout<T, N>>(
-      allocate_layout<T, N>(geometry_from_placement<N>(src.shape, placement), mem.value_or(src.mem)));
+  auto out = std::make_shared<const Layout<T, N>>(allocate_layout<T, N>(geometry_from_placement<N>(src.shape, placement), mem));
   copy_into(*out, src);
   if (has_halo_cells(*out)) exchange_halo_cells(*out);
   return Array<T, N>(std::move(out));
+}
+// Two overloads rather than a std::optional<memory>: <optional> stays out of the umbrella header.
+template <class X>
+  requires detail::is_array_like<std::remove_cvref_t<X>>::value
+auto copy(const X& a, const Placement& placement) {
+  return copy(a, placement, a.layout().mem);
 }
 
 /// copyto(dst, src): dst's elements take src's values, whatever the two placements (Julia's

@@ -6,10 +6,10 @@
 // itself and per_shard(values) as values[shard]. f must be a __host__ __device__ functor (or an
 // nvcc extended lambda): on GPUs it runs in a grid-stride kernel on the shard's stream, on host
 // devices in a loop. It is a task like any other (ForEachTask, backend/execute.hpp), planned by
-// the user kernels' rule (kernel.hpp).
+// the user kernels' rule (raw_kernel.hpp).
 #pragma once
 #include <tessera/assign.hpp>
-#include <tessera/kernel.hpp>
+#include <tessera/raw_kernel.hpp>
 
 #include <backend/execute.hpp>
 

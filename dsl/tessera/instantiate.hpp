@@ -255,13 +255,27 @@ void choose(const Broadcasted<F, A...>& b, const Shape<R>& shape, LayoutChoice<R
   std::apply([&](const auto&... a) { (choose<R>(a, shape, c), ...); }, b.args);
 }
 
+// The boxes chosen, or the default placement when no operand had any.
+template <int R>
+Geometry<R> chosen_geometry(const LayoutChoice<R>& choice, const Shape<R>& shape) {
+  return choice.priority ? choice.g : geometry_from_placement<R>(shape, Placement{});
+}
+
 // The boxes (and memory kind, through `mem`) of an expression evaluated without a destination.
 template <int R, class Node>
 Geometry<R> placement_of(const Node& node, const Shape<R>& shape, memory* mem = nullptr) {
   LayoutChoice<R> choice;
   choose<R>(node, shape, choice);
   if (mem) *mem = choice.mem;
-  return choice.priority ? choice.g : geometry_from_placement<R>(shape, Placement{});
+  return chosen_geometry(choice, shape);
+}
+
+// choose() through a pointer (materialize: the rest of its work depends on the result type only).
+template <int R>
+using choose_fn = void (*)(const void* node, const Shape<R>& shape, LayoutChoice<R>& c);
+template <int R, class Node>
+void choose_of(const void* node, const Shape<R>& shape, LayoutChoice<R>& c) {
+  choose<R>(*static_cast<const Node*>(node), shape, c);
 }
 
 }  // namespace tessera::detail

@@ -6,7 +6,7 @@
 // compiled into tessera_runtime (backend/rtc/codegen.hpp).
 #pragma once
 #include <tessera/assign.hpp>
-#include <tessera/kernel.hpp>
+#include <tessera/raw_kernel.hpp>
 
 #include <backend/rtc/codegen.hpp>
 

@@ -18,7 +18,6 @@
 
 #include <backend/linalg/blas.hpp>
 
-#include <optional>
 #include <string>
 #include <type_traits>
 #include <vector>
@@ -75,21 +74,28 @@ const Part<T, N>* holding(const Layout<T, N>& l, Device d, index_t r0, index_t r
   return operand_view<T, N, N>(l, d, l.shape, o, e).part;
 }
 
+// (A std::optional without <optional>, which the umbrella header leaves out.)
+struct maybe_operand {
+  blas::operand value{};
+  bool ok = false;
+  explicit operator bool() const { return ok; }
+  const blas::operand& operator*() const { return value; }
+};
 // A part as a BLAS matrix: column-major (stride 1 down the rows) or its transpose (stride 1
 // along the columns); anything else (a strided view) is not one.
 template <class T>
-std::optional<blas::operand> as_blas(const Part<T, 2>& p, index_t row0 = 0, index_t col0 = 0) {
+maybe_operand as_blas(const Part<T, 2>& p, index_t row0 = 0, index_t col0 = 0) {
   const index_t r = p.extent[0], c = p.extent[1];
   const T* base = p.ptr + row0 * p.stride[0] + col0 * p.stride[1];
   if (r <= 1 || p.stride[0] == 1) {
     const index_t ld = c <= 1 ? (r > 1 ? r : 1) : p.stride[1];
-    if (ld >= (r > 1 ? r : 1)) return blas::operand{base, ld, false};
+    if (ld >= (r > 1 ? r : 1)) return {blas::operand{base, ld, false}, true};
   }
   if (c <= 1 || p.stride[1] == 1) {
     const index_t ld = r <= 1 ? (c > 1 ? c : 1) : p.stride[0];
-    if (ld >= (c > 1 ? c : 1)) return blas::operand{base, ld, true};
+    if (ld >= (c > 1 ? c : 1)) return {blas::operand{base, ld, true}, true};
   }
-  return std::nullopt;
+  return {};
 }
 
 template <class T, int N>

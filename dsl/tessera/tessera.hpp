@@ -1,5 +1,6 @@
 // SPDX-License-Identifier: Apache-2.0
-// Tessera: the umbrella header, the only one users include.
+// Tessera: the umbrella header, the only one users include, except for user kernels (RawKernel,
+// ElementwiseKernel, ReductionKernel, for_each_shard): <tessera/kernel.hpp>, which includes this one.
 #pragma once
 #include <tessera/config.hpp>
 #include <tessera/error.hpp>
@@ -33,10 +34,6 @@
 #include <tessera/reshape.hpp>
 #include <tessera/concat.hpp>
 #include <tessera/capture.hpp>
-#include <tessera/kernel.hpp>
-#include <tessera/elementwise_kernel.hpp>
-#include <tessera/reduction_kernel.hpp>
-#include <tessera/for_each_shard.hpp>
 #include <tessera/npy.hpp>
 #include <tessera/dlpack.hpp>
 #include <tessera/png.hpp>

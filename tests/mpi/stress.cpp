@@ -24,7 +24,7 @@
 // on the GPU machine: TESSERA_BACKEND=cuda mpirun -np 4 test_mpi_stress --ops 2000 (docs/distributed.md).
 #include <tessera/collective.hpp>
 #include <tessera/distributed.hpp>
-#include <tessera/tessera.hpp>
+#include <tessera/kernel.hpp>  // the umbrella header and the user kernels (RawKernel)
 
 #include <algorithm>
 #include <chrono>
