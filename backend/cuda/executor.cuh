@@ -240,6 +240,28 @@ __global__ void __launch_bounds__(rows_vec_block) rows_vec_kernel(const ShardTas
   }
 }
 
+// The grid of the row kernels for a box of n elements in rows of `inner`: threads along dim 0,
+// each taking `per_thread` elements of a row; as few blocks along dim 0 as `max_block` threads
+// allow, each as narrow as covers the row in whole warps (a short row, 510 elements of a 512^3
+// stencil's interior, then leaves 11% of the lanes idle instead of 34% with a fixed 128 x 3);
+// `rows` outer rows per block along y, at most 65535 groups (the kernels loop past that).
+struct row_grid {
+  dim3 grid;
+  int block = 0;
+  bool fits = false;  // the blocks along dim 0 fit the grid's x
+  row_grid(index_t inner, index_t n, index_t per_thread, index_t max_block, index_t rows) {
+    const index_t x = (inner + max_block * per_thread - 1) / (max_block * per_thread);
+    index_t b = ((inner + x * per_thread - 1) / (x * per_thread) + 31) / 32 * 32;
+    if (b > max_block) b = max_block;
+    index_t y = (n / inner + rows - 1) / rows;
+    if (y > 65535) y = 65535;
+    if (y < 1) y = 1;
+    fits = x <= 0x7fffffff;
+    grid = dim3(static_cast<unsigned>(fits ? x : 1), static_cast<unsigned>(y));
+    block = static_cast<int>(b);
+  }
+};
+
 template <class Out, class E, int N>
 void run(const ShardTask<Out, E, N>& t, int device, int shard) {
   using Task = ShardTask<Out, E, N>;
@@ -247,36 +269,17 @@ void run(const ShardTask<Out, E, N>& t, int device, int shard) {
     if (t.mode == path::cartesian && t.ext[0] >= TESSERA_ROWS_MIN_INNER && !t.wide && t.out.st[0] == 1 &&
         t.e.dim0_unit()) {
       constexpr index_t K = 16 / sizeof(typename Out::value_type);
-      const index_t vectors = (t.ext[0] + K - 1) / K;
-      const index_t x = (vectors + rows_vec_block - 1) / rows_vec_block;
-      index_t B = ((vectors + x - 1) / x + 31) / 32 * 32;
-      if (B > rows_vec_block) B = rows_vec_block;
-      index_t y = (t.n / t.ext[0] + TESSERA_ROWS_VEC_UNROLL - 1) / TESSERA_ROWS_VEC_UNROLL;
-      if (y > 65535) y = 65535;
-      if (y < 1) y = 1;
-      const dim3 grid(static_cast<unsigned>(x), static_cast<unsigned>(y));
-      launch(&rows_vec_kernel<std::int32_t, Out, E, N>, grid, static_cast<int>(B), t, device, shard, "rows_vec_kernel");
+      const row_grid g(t.ext[0], t.n, K, rows_vec_block, TESSERA_ROWS_VEC_UNROLL);
+      launch(&rows_vec_kernel<std::int32_t, Out, E, N>, g.grid, g.block, t, device, shard, "rows_vec_kernel");
       return;
     }
   }
   if constexpr (N >= 2) {
     if (t.mode == path::cartesian && t.ext[0] >= TESSERA_ROWS_MIN_INNER) {
-      // As few blocks along dim 0 as rows_block<E> threads allow, each as narrow as covers the row
-      // in whole warps: a short row (510 elements of a 512^3 stencil's interior) then leaves
-      // 11% of the lanes idle instead of 34% with a fixed 128 x 3.
-      constexpr index_t C = rows_cols<E>, Bmax = rows_block<E>;
-      const index_t x = (t.ext[0] + Bmax * C - 1) / (Bmax * C);
-      const index_t per_block = (t.ext[0] + x * C - 1) / (x * C);
-      index_t B = (per_block + 31) / 32 * 32;
-      if (B > Bmax) B = Bmax;
-      const index_t outer = t.n / t.ext[0];
-      index_t y = (outer + rows_unroll - 1) / rows_unroll;
-      if (y > 65535) y = 65535;
-      if (y < 1) y = 1;
-      if (x <= 0x7fffffff) {
-        const dim3 grid(static_cast<unsigned>(x), static_cast<unsigned>(y));
-        launch(t.wide ? &rows_kernel<std::int64_t, Out, E, N> : &rows_kernel<std::int32_t, Out, E, N>, grid,
-               static_cast<int>(B), t, device, shard, "rows_kernel");
+      const row_grid g(t.ext[0], t.n, rows_cols<E>, rows_block<E>, rows_unroll);
+      if (g.fits) {
+        launch(t.wide ? &rows_kernel<std::int64_t, Out, E, N> : &rows_kernel<std::int32_t, Out, E, N>, g.grid,
+               g.block, t, device, shard, "rows_kernel");
         return;
       }
     }
