@@ -11,7 +11,8 @@
 # `ab BASE_TREE`: before/after benchmarks against another tree (scripts/bench_ab.sh) on all GPUs,
 # then on one, then bench_stencil and bench_distributed; run it right after `suite`, while the
 # machine is warm, to reuse its build. Logs go to $OUT when set.
-# Usage: bash scripts/gpu_check.sh [tests|bench|all|multi|suite|ab BASE_TREE]
+# `stress [N]`: the stress program N times (default 10) with one rank per GPU, a new seed each run.
+# Usage: bash scripts/gpu_check.sh [tests|bench|all|multi|suite|stress [N]|ab BASE_TREE]
 set -uo pipefail
 ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 OUT=${OUT:-/tmp/tessera-out}
@@ -98,6 +99,20 @@ if [ "$what" = suite ]; then
       echo "killed rank during $op (4 GPU ranks): $(tail -n 1 "$OUT/killed_$op.log")"
     done
   fi
+fi
+if [ "$what" = stress ]; then
+  # Issue 20: the 4-rank stress program 10 times in a row (a new seed each time) on the build above.
+  gpus=$(nvidia-smi -L | grep -c '^GPU ')
+  source "$ROOT/scripts/common.sh"
+  set +e
+  cmake --build "$BUILD_DIR" --target test_mpi_stress -j "$(nproc)" > "$OUT/stress_build.log" 2>&1 || { tail -n 30 "$OUT/stress_build.log"; exit 1; }
+  for i in $(seq 1 "${2:-10}"); do
+    start=$(date +%s)
+    mpirun -np "$gpus" -x NCCL_NVLS_ENABLE "$BUILD_DIR/test_mpi_stress" --ops 2000 --seed "$((100 + i))" > "$OUT/stress_$i.log" 2>&1
+    rc=$?
+    [ $rc = 0 ] || status=1
+    echo "stress run $i of ${2:-10} ($gpus GPU ranks, seed $((100 + i))): rc $rc, $(( $(date +%s) - start )) s: $(tail -n 1 "$OUT/stress_$i.log")"
+  done
 fi
 if [ "$what" = ab ]; then
   base=${2:?usage: gpu_check.sh ab BASE_TREE}
