@@ -56,7 +56,7 @@ if [ "$what" = multi ]; then
   BUILD_DIR="$BUILD_DIR" bash "$ROOT/scripts/bench_distributed.sh" "$gpus" 2>&1 | tee "$OUT/bench_distributed.log" | tail -n 14
   echo "== GPU tests on $gpus GPUs (mpirun runs included)"
   ctest --test-dir "$BUILD_DIR" -L gpu --output-on-failure -j 8 2>&1 | tee "$OUT/test_gpus.log" | tail -n 25
-  [ "${PIPESTATUS[0]}" = 0 ] || status=1
+  [ "${PIPESTATUS[0]}" = 0 ] || { status=1; grep -B4 -A8 -E "ERROR:|FATAL|terminate|what\(\)" "$OUT/test_gpus.log" | head -n 80; }
   for e in jacobi game_of_life multi_gpu least_squares poisson_fft sparse_cg pagerank; do
     "$BUILD_DIR/$e" > "$OUT/$e.log" 2>&1 || { status=1; echo "$e FAILED"; }
     tail -n 2 "$OUT/$e.log"
@@ -80,7 +80,7 @@ if [ "$what" = suite ]; then
   cmake --build "$BUILD_DIR" -j "$(nproc)" > "$OUT/build.log" 2>&1 || { grep -E "error" "$OUT/build.log" | head -20; exit 1; }
   echo "== GPU tests on $gpus GPUs (mpirun runs included)"
   ctest --test-dir "$BUILD_DIR" -L gpu --output-on-failure -j 8 > "$OUT/test_gpus.log" 2>&1
-  [ $? = 0 ] || status=1
+  [ $? = 0 ] || { status=1; grep -B4 -A8 -E "ERROR:|FATAL|terminate|what\(\)" "$OUT/test_gpus.log" | head -n 80; }
   grep -E "tests passed|\*\*\*|Failed|Skipped|SKIPPED" "$OUT/test_gpus.log" | sort | uniq -c | sort -rn | head -30
   for e in jacobi game_of_life multi_gpu fused_broadcast reductions user_kernels linear_algebra least_squares poisson_fft sparse_cg pagerank; do
     [ -x "$BUILD_DIR/$e" ] || continue
