@@ -175,23 +175,26 @@ void run(const MgSolveTask& t, int device, int shard) {
     if (s != CUSOLVER_STATUS_INTERNAL_ERROR || info <= 0) check_mg(s, "cusolverMgPotrf", t);
   } else if (t.kind == mg_kind::eigh) {
     // W is host memory (cusolverMg returns the eigenvalues to the host).
-    check_mg(cusolverMgSyevd(h, jobz, CUBLAS_FILL_MODE_LOWER, n, a.data(), 1, 1, d.a, t.w, dt, dt, work.p.data(), lwork,
-                             &info),
-             "cusolverMgSyevd", t);
+    const cusolverStatus_t s = cusolverMgSyevd(h, jobz, CUBLAS_FILL_MODE_LOWER, n, a.data(), 1, 1, d.a, t.w, dt, dt,
+                                               work.p.data(), lwork, &info);
+    wait_all("cudaDeviceSynchronize (after cusolverMgSyevd)");
+    check_mg(s, "cusolverMgSyevd", t);
   } else {
-    check_mg(cusolverMgGetrf(h, n, n, a.data(), 1, 1, d.a, ipiv.data(), dt, work.p.data(), lwork, &info),
-             "cusolverMgGetrf", t);
+    const cusolverStatus_t s =
+        cusolverMgGetrf(h, n, n, a.data(), 1, 1, d.a, ipiv.data(), dt, work.p.data(), lwork, &info);
+    wait_all("cudaDeviceSynchronize (after cusolverMgGetrf)");
+    check_mg(s, "cusolverMgGetrf", t);
   }
-  wait_all("cudaDeviceSynchronize (after cusolverMg's factorization)");
   *t.info = info;
   // The planner names a zero pivot or a minor that is not positive definite, and a rejected argument.
   if (info != 0 || t.kind != mg_kind::solve) return;
   for (std::int64_t j = 0; j < t.nrhs; ++j) {
     b[0] = static_cast<char*>(t.x) + static_cast<std::size_t>(j) * static_cast<std::size_t>(t.n) * elem;
     int sinfo = 0;
-    check_mg(cusolverMgGetrs(h, CUBLAS_OP_N, n, 1, a.data(), 1, 1, d.a, ipiv.data(), b.data(), 1, 1, d.b, dt,
-                             work.p.data(), lwork, &sinfo),
-             "cusolverMgGetrs", t);
+    const cusolverStatus_t s = cusolverMgGetrs(h, CUBLAS_OP_N, n, 1, a.data(), 1, 1, d.a, ipiv.data(), b.data(), 1, 1,
+                                               d.b, dt, work.p.data(), lwork, &sinfo);
+    if (s != CUSOLVER_STATUS_SUCCESS || sinfo < 0) wait_all("cudaDeviceSynchronize (after cusolverMgGetrs)");
+    check_mg(s, "cusolverMgGetrs", t);
     if (sinfo < 0) {
       throw backend_error("tessera: cusolverMgGetrs over " + devices_text(t) + " rejected argument " +
                           std::to_string(-sinfo));
