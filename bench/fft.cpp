@@ -13,7 +13,7 @@
 // run small sizes (2^20, 1024^2) and print host figures, labelled as such.
 //
 //   bench_fft [--log-n K] [--n2 M] [--host-log-n H] [--reps R] [--warmup W] [--batch B] [--spin-us S]
-#include <tessera/tessera.hpp>
+#include <tessera/fft.hpp>
 
 #include <bench/support/program.hpp>
 #if defined(__CUDACC__)

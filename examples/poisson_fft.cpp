@@ -4,7 +4,7 @@
 // mean, set to 0), with k = 2 pi fftfreq(n, h). The result is checked against the analytic solution
 // and written as poisson_fft.png (save_png) in the working directory. Runs on the GPUs, or on host
 // devices where there is none (TESSERA_HOST_DEVICES=4 to try several).
-#include <tessera/tessera.hpp>
+#include <tessera/fft.hpp>  // the FFT and complex numbers, with the umbrella header
 
 #include <cmath>
 #include <cstdio>

@@ -4,6 +4,8 @@
 #pragma once
 #include "test_support.hpp"
 
+#include <tessera/complex.hpp>
+
 #include <complex>
 #include <sstream>
 

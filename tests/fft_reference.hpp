@@ -5,6 +5,8 @@
 #pragma once
 #include "test_support.hpp"
 
+#include <tessera/fft.hpp>
+
 #include <cmath>
 #include <complex>
 #include <numbers>

@@ -9,15 +9,15 @@
 // header can be found (always with nvcc), else std::complex (host-only builds, which do not put
 // CCCL's include directory on the path). Both hold {real, imag} of T, in that order (cuda::std's
 // aligned to its size, std's to T's); nothing compiled into the runtime library depends on which.
-#if __has_include(<cuda/std/complex>)
-// libcu++ includes cuda_fp16.h, which declares a global `half` (a typedef of __half) unless
-// CUDA_NO_HALF is defined: with it, `half` after `using namespace tessera;` would be ambiguous with
-// tessera::half (half.hpp). A program that includes cuda_fp16.h before Tessera keeps both names and
-// must write tessera::half; __half itself is unaffected.
-#ifndef CUDA_NO_HALF
-#define CUDA_NO_HALF
-#endif
-#include <cuda/std/complex>
+// With libcu++ only the type's declaration is included here: <cuda/std/complex> brings libcu++'s
+// <cmath>, CUDA's 8- to 16-bit float headers, <complex> and <sstream>, more than a second of nvcc
+// time in every translation unit. Programs that compute with complex elements include
+// <tessera/complex.hpp> (or <tessera/fft.hpp>, which does); Array checks it (docs/semantics.md).
+#if __has_include(<cuda/std/complex>) && __has_include(<cuda/std/__fwd/complex.h>)
+#include <cuda/std/__fwd/complex.h>
+#define TESSERA_COMPLEX_CUDA_STD 1
+#elif __has_include(<cuda/std/complex>)
+#include <tessera/complex.hpp>
 #define TESSERA_COMPLEX_CUDA_STD 1
 #else
 #include <complex>
@@ -90,6 +90,11 @@ concept element_type = std::is_same_v<T, bool> || std::is_same_v<T, std::int32_t
                        std::is_same_v<T, double> || std::is_same_v<T, complex<float>> ||
                        std::is_same_v<T, complex<double>> || std::is_same_v<T, half> ||
                        std::is_same_v<T, bfloat16>;
+
+// A complex element type is complete where <tessera/complex.hpp> was included (config.hpp only
+// declares it under nvcc); ArrayBase names the header when it is not.
+template <class T>
+concept complete_type = requires { sizeof(T); };
 
 // Scalars that may be mixed into expressions (any arithmetic C++ type, complex<float/double>,
 // half and bfloat16, which enter as float).

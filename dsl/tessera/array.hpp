@@ -51,6 +51,10 @@ class ArrayBase {
   static_assert(element_type<T> || (is_complex_v<T> && is_narrow_v<real_of_t<T>>),
                 "TESSERA_UNSUPPORTED_ELEMENT_TYPE: Array and View hold bool, int32_t, int64_t, float, double, "
                 "complex<float>, complex<double>, half or bfloat16");
+  static_assert(!is_complex_v<T> || complete_type<T>,
+                "TESSERA_COMPLEX_NEEDS_HEADER: arrays of complex<float> and complex<double> need "
+                "#include <tessera/complex.hpp> (or <tessera/fft.hpp>): <tessera/tessera.hpp> declares complex "
+                "without defining it, which saves every other program a second of compile time");
   static_assert(N >= 0, "TESSERA_NEGATIVE_RANK: the rank N of Array<T, N> must be >= 0");
 
  public:

@@ -6,7 +6,11 @@
 // (copy_into: the all-to-all of a slab decomposition), transforming locally and re-sharding back.
 // A vector sharded over several devices has no other dimension: it is gathered on its first device,
 // transformed there and scattered back. Results are new arrays with the input's placement.
+// Included on its own, like <tessera/kernel.hpp>: it brings the umbrella header and complex
+// numbers (<tessera/complex.hpp>), which cost more than a second of nvcc time per translation unit.
 #pragma once
+#include <tessera/complex.hpp>
+#include <tessera/tessera.hpp>
 #include <tessera/array.hpp>
 #include <tessera/assign.hpp>
 #include <tessera/concat.hpp>

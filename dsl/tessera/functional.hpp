@@ -9,6 +9,22 @@
 #include <math.h>
 #include <type_traits>
 
+// The complex functions, called unqualified so that argument-dependent lookup finds them where the
+// complex type lives (cuda::std or std) when a functor is instantiated: the umbrella header has only
+// complex's declaration (config.hpp), the definitions come with <tessera/complex.hpp>. Outside
+// namespace tessera, whose functor structs of the same names would hide them.
+namespace tessera_complex_calls {
+#define TESSERA_COMPLEX_CALL(NAME) \
+  template <class C>               \
+  TS_HD auto call_##NAME(const C& a) { return NAME(a); }
+TESSERA_COMPLEX_CALL(exp)
+TESSERA_COMPLEX_CALL(log)
+TESSERA_COMPLEX_CALL(sqrt)
+TESSERA_COMPLEX_CALL(abs)
+TESSERA_COMPLEX_CALL(arg)
+#undef TESSERA_COMPLEX_CALL
+}  // namespace tessera_complex_calls
+
 namespace tessera {
 namespace detail::fn {
 
@@ -19,12 +35,6 @@ inline constexpr bool is_int_v = std::is_integral_v<A>;  // bool included
 template <class A, class B>
 using arith_t = decltype(std::declval<A>() + std::declval<B>());
 
-// Complex numbers (config.hpp): the library's complex functions live where the complex type does.
-#if TESSERA_COMPLEX_CUDA_STD
-namespace cx = ::cuda::std;
-#else
-namespace cx = ::std;
-#endif
 template <class A, class B>
 inline constexpr bool any_complex_v = is_complex_v<A> || is_complex_v<B>;
 // An operand in the precision R of a mixed complex operation: complex values become complex<R>,
@@ -156,7 +166,7 @@ TESSERA_COMPARISON(greater_equal, >=, true)
   struct NAME {                                                                   \
     template <class A>                                                            \
     TS_HD auto operator()(A a) const {                                            \
-      if constexpr (is_complex_v<A>) return cx::NAME(a);                          \
+      if constexpr (is_complex_v<A>) return ::tessera_complex_calls::call_##NAME(a); \
       else if constexpr (std::is_same_v<real_t<A>, float>) return ::FLOAT_FN(a); \
       else return ::DOUBLE_FN(double(a));                                         \
     }                                                                             \
@@ -342,7 +352,7 @@ struct ceil {
 struct abs {
   template <class A>
   TS_HD auto operator()(A a) const {
-    if constexpr (is_complex_v<A>) return cx::abs(a);  // the modulus, real
+    if constexpr (is_complex_v<A>) return ::tessera_complex_calls::call_abs(a);  // the modulus, real
     else if constexpr (std::is_same_v<A, bool>) return a;
     else if constexpr (std::is_same_v<A, float>) return ::fabsf(a);
     else if constexpr (std::is_same_v<A, double>) return ::fabs(a);
@@ -395,7 +405,7 @@ struct imag_part {
 struct angle {
   template <class A>
   TS_HD auto operator()(A a) const {
-    if constexpr (is_complex_v<A>) return cx::arg(a);
+    if constexpr (is_complex_v<A>) return ::tessera_complex_calls::call_arg(a);
     else if constexpr (std::is_same_v<real_t<A>, float>) return ::atan2f(0.0f, a);
     else return ::atan2(0.0, double(a));
   }

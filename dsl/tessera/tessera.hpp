@@ -1,6 +1,8 @@
 // SPDX-License-Identifier: Apache-2.0
 // Tessera: the umbrella header, the only one users include, except for user kernels (RawKernel,
-// ElementwiseKernel, ReductionKernel, for_each_shard): <tessera/kernel.hpp>, which includes this one.
+// ElementwiseKernel, ReductionKernel, for_each_shard): <tessera/kernel.hpp>; the fft family:
+// <tessera/fft.hpp> (both include this one); and complex elements: <tessera/complex.hpp>, next to
+// this one (complex is declared here, defined there; docs/semantics.md, "Complex numbers").
 #pragma once
 #include <tessera/config.hpp>
 #include <tessera/error.hpp>
@@ -30,7 +32,6 @@
 #include <tessera/overlap.hpp>
 #include <tessera/linalg.hpp>
 #include <tessera/solver.hpp>
-#include <tessera/fft.hpp>
 #include <tessera/reshape.hpp>
 #include <tessera/concat.hpp>
 #include <tessera/capture.hpp>

@@ -6,7 +6,9 @@
 #   // expect-not: TEXT        the diagnostics must not contain TEXT
 #   // expect-max-lines: N     the diagnostics must be at most N lines long (a short error)
 #   // expect-success          compilation must succeed (a positive control)
-# Usage: cmake -DCOMPILER=<c++> -DREPO=<repository root> -DSOURCE=<file.cpp> -P check_compile.cmake
+#   // with-cccl               compiled with -isystem CCCL (given as -DCCCL=<include dir>, which holds
+#                              cuda/std/complex), as under nvcc
+# Usage: cmake -DCOMPILER=<c++> -DREPO=<repository root> -DSOURCE=<file.cpp> [-DCCCL=<dir>] -P check_compile.cmake
 cmake_minimum_required(VERSION 3.20)
 
 foreach(_var COMPILER REPO SOURCE)
@@ -26,10 +28,19 @@ if(NOT _success AND NOT _expect)
   message(FATAL_ERROR "${SOURCE}: no '// expect: MESSAGE' (or '// expect-success') line")
 endif()
 
+set(_cccl_flags "")
+file(STRINGS "${SOURCE}" _with_cccl REGEX "^// with-cccl")
+if(_with_cccl)
+  if(NOT DEFINED CCCL)
+    message(FATAL_ERROR "${SOURCE} is marked '// with-cccl': -DCCCL=<CCCL include directory> is required")
+  endif()
+  set(_cccl_flags "-isystem" "${CCCL}")
+endif()
+
 # LC_ALL=C: plain ASCII quotes in GCC's diagnostics, whatever the caller's locale.
 execute_process(
   COMMAND "${CMAKE_COMMAND}" -E env LC_ALL=C LANG=C
-          "${COMPILER}" -std=c++20 -fsyntax-only -DTESSERA_HAS_CUDA=0 "-I${REPO}/base" "-I${REPO}/dsl" "-I${REPO}" "${SOURCE}"
+          "${COMPILER}" -std=c++20 -fsyntax-only -DTESSERA_HAS_CUDA=0 "-I${REPO}/base" "-I${REPO}/dsl" "-I${REPO}" ${_cccl_flags} "${SOURCE}"
   RESULT_VARIABLE _rc
   OUTPUT_VARIABLE _out
   ERROR_VARIABLE _out)

@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: Apache-2.0
 // rfft transforms real input; a complex array goes through fft.
 // expect: TESSERA_FFT_REAL_INPUT
-#include <tessera/tessera.hpp>
+#include <tessera/fft.hpp>
 
 int main() {
   tessera::Array<tessera::complex<float>, 1> a;

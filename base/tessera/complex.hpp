@@ -1,0 +1,19 @@
+// SPDX-License-Identifier: Apache-2.0
+// Tessera: complex element types, complete. The umbrella header declares tessera::complex<T>
+// (config.hpp) without libcu++'s definition, which costs more than a second of nvcc time per
+// translation unit; a program that makes, computes with or reads complex arrays includes this
+// header (the FFT header does). Host-only builds, where complex is std::complex, have it either way.
+#pragma once
+#if __has_include(<cuda/std/complex>)
+// libcu++ includes cuda_fp16.h, which declares a global `half` (a typedef of __half) unless
+// CUDA_NO_HALF is defined: with it, `half` after `using namespace tessera;` would be ambiguous with
+// tessera::half (half.hpp). A program that includes cuda_fp16.h before Tessera keeps both names and
+// must write tessera::half; __half itself is unaffected.
+#ifndef CUDA_NO_HALF
+#define CUDA_NO_HALF
+#endif
+#include <cuda/std/complex>
+#else
+#include <complex>
+#endif
+#include <tessera/config.hpp>
