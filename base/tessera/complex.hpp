@@ -5,10 +5,7 @@
 // header (the FFT header does). Host-only builds, where complex is std::complex, have it either way.
 #pragma once
 #if __has_include(<cuda/std/complex>)
-// libcu++ includes cuda_fp16.h, which declares a global `half` (a typedef of __half) unless
-// CUDA_NO_HALF is defined: with it, `half` after `using namespace tessera;` would be ambiguous with
-// tessera::half (half.hpp). A program that includes cuda_fp16.h before Tessera keeps both names and
-// must write tessera::half; __half itself is unaffected.
+// No global `half` from cuda_fp16.h, which libcu++'s complex includes (config.hpp says why).
 #ifndef CUDA_NO_HALF
 #define CUDA_NO_HALF
 #endif

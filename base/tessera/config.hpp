@@ -13,6 +13,15 @@
 // <cmath>, CUDA's 8- to 16-bit float headers, <complex> and <sstream>, more than a second of nvcc
 // time in every translation unit. Programs that compute with complex elements include
 // <tessera/complex.hpp> (or <tessera/fft.hpp>, which does); Array checks it (docs/semantics.md).
+#if __has_include(<cuda/std/complex>)
+// CUDA's cuda_fp16.h (which libcu++ and CUB include) declares a global `half` (a typedef of
+// __half) unless CUDA_NO_HALF is defined: with it, `half` after `using namespace tessera;` would be
+// ambiguous with tessera::half (half.hpp). A program that includes cuda_fp16.h before Tessera keeps
+// both names and must write tessera::half; __half itself is unaffected.
+#ifndef CUDA_NO_HALF
+#define CUDA_NO_HALF
+#endif
+#endif
 #if __has_include(<cuda/std/complex>) && __has_include(<cuda/std/__fwd/complex.h>)
 #include <cuda/std/__fwd/complex.h>
 #define TESSERA_COMPLEX_CUDA_STD 1
