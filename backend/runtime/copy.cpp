@@ -116,8 +116,17 @@ void copy_peers(const copy_region* c, std::size_t n, copy_ticket* ticket) {
       p.extent = make_cudaExtent(r.width, r.height, 1);
       cuda_check(cudaMemcpy3DPeerAsync(&p, on), "cudaMemcpy3DPeerAsync", d);
     };
+    // Each destination reads its sources in rotated order, d + 1, d + 2, ... (mod the GPU count):
+    // the pieces of one stream run one after another, and in index order every destination would
+    // first read from the same GPU (an all-to-all re-shard on 4 GPUs: three readers on GPU 0 while
+    // two GPUs send nothing); rotated, each step of the batch is a permutation of the GPUs.
+    std::vector<std::size_t> mine;
     for (std::size_t i = 0; i < n; ++i)
-      if (c[i].dst_device == d) issue(c[i], st);
+      if (c[i].dst_device == d) mine.push_back(i);
+    const int gpus = get().gpu_count;
+    auto turn = [&](std::size_t i) { return ((c[i].src_device - d) % gpus + gpus) % gpus; };
+    std::stable_sort(mine.begin(), mine.end(), [&](std::size_t x, std::size_t y) { return turn(x) < turn(y); });
+    for (std::size_t i : mine) issue(c[i], st);
     record(d, done[static_cast<std::size_t>(d)], st);
     if (ticket) ticket->events.push_back(done[static_cast<std::size_t>(d)]);
   }
