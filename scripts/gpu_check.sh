@@ -12,7 +12,8 @@
 # then on one, then bench_stencil and bench_distributed; run it right after `suite`, while the
 # machine is warm, to reuse its build. Logs go to $OUT when set.
 # `stress [N]`: the stress program N times (default 10) with one rank per GPU, a new seed each run.
-# Usage: bash scripts/gpu_check.sh [tests|bench|all|multi|suite|stress [N]|ab BASE_TREE]
+# `reshard`: bench_stencil's re-shard and bench_fft's fft2 with each copy schedule (TESSERA_PEER_STREAMS).
+# Usage: bash scripts/gpu_check.sh [tests|bench|all|multi|suite|stress [N]|reshard|ab BASE_TREE]
 set -uo pipefail
 ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 OUT=${OUT:-/tmp/tessera-out}
@@ -112,6 +113,23 @@ if [ "$what" = stress ]; then
     rc=$?
     [ $rc = 0 ] || status=1
     echo "stress run $i of ${2:-10} ($gpus GPU ranks, seed $((100 + i))): rc $rc, $(( $(date +%s) - start )) s: $(tail -n 1 "$OUT/stress_$i.log")"
+  done
+fi
+if [ "$what" = reshard ]; then
+  # Issue 22 item 2: re-sharding with the rotated order on one stream per destination (the default)
+  # against one stream per (destination, source) pair (TESSERA_PEER_STREAMS=1), bench_stencil's
+  # row (2) and bench_fft's fft2 over all GPUs, twice each, alternating.
+  source "$ROOT/scripts/common.sh"
+  set +e
+  configure > "$OUT/configure.log" 2>&1 || { tail -n 30 "$OUT/configure.log"; exit 1; }
+  cmake --build "$BUILD_DIR" --target bench_stencil bench_fft -j "$(nproc)" > "$OUT/reshard_build.log" 2>&1 ||
+    { grep -E "error" "$OUT/reshard_build.log" | head -20; exit 1; }
+  for round in 1 2; do
+    for streams in 0 1; do
+      echo "== round $round, TESSERA_PEER_STREAMS=$streams"
+      TESSERA_PEER_STREAMS=$streams "$BUILD_DIR/bench_stencil" 2>&1 | grep -E "re-shard|peer copy vs" | tail -n 3
+      TESSERA_PEER_STREAMS=$streams "$BUILD_DIR/bench_fft" --reps 5 2>&1 | grep -E "^  \(2\) fft2" | tail -n 1
+    done
   done
 fi
 if [ "$what" = ab ]; then

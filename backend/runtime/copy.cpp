@@ -16,6 +16,16 @@
 #include <vector>
 
 namespace tessera::detail::rt {
+#if TESSERA_HAS_CUDA
+bool peer_streams_enabled() {
+  static const bool on = [] {
+    const char* v = std::getenv("TESSERA_PEER_STREAMS");
+    return v != nullptr && std::atoi(v) == 1;
+  }();
+  return on;
+}
+
+#endif
 namespace {
 
 #if TESSERA_HAS_CUDA
@@ -126,7 +136,28 @@ void copy_peers(const copy_region* c, std::size_t n, copy_ticket* ticket) {
     const int gpus = get().gpu_count;
     auto turn = [&](std::size_t i) { return ((c[i].src_device - d) % gpus + gpus) % gpus; };
     std::stable_sort(mine.begin(), mine.end(), [&](std::size_t x, std::size_t y) { return turn(x) < turn(y); });
-    for (std::size_t i : mine) issue(c[i], st);
+    const auto& pair_streams = gpu(d).peer_streams;
+    if (pair_streams.empty() || captured) {
+      for (std::size_t i : mine) issue(c[i], st);
+    } else {
+      // One stream per source, each behind `st`'s waits (a gate event) and joined back into `st`
+      // (one event per source), so everything after the batch sees the same order as above.
+      std::vector<cudaEvent_t> pair_events;
+      releaser release_pairs{pair_events};
+      pair_events.push_back(nullptr);
+      record(d, pair_events.back(), st);
+      const cudaEvent_t gate = pair_events.back();
+      for (std::size_t k = 0; k < mine.size();) {
+        const int s = c[mine[k]].src_device;
+        const cudaStream_t ps = pair_streams[static_cast<std::size_t>(s)];
+        cuda_check(cudaStreamWaitEvent(ps, gate, 0), "cudaStreamWaitEvent (a pair stream after the gate)", d);
+        for (; k < mine.size() && c[mine[k]].src_device == s; ++k) issue(c[mine[k]], ps);
+        pair_events.push_back(nullptr);
+        record(d, pair_events.back(), ps);
+        cuda_check(cudaStreamWaitEvent(st, pair_events.back(), 0), "cudaStreamWaitEvent (the stream after a pair stream)",
+                   d);
+      }
+    }
     record(d, done[static_cast<std::size_t>(d)], st);
     if (ticket) ticket->events.push_back(done[static_cast<std::size_t>(d)]);
   }

@@ -66,6 +66,11 @@ void init_gpus(state& s) {
     gpu_state& g = s.gpus[static_cast<std::size_t>(d)];
     cuda_check(cudaStreamCreateWithFlags(&g.stream, cudaStreamNonBlocking), "cudaStreamCreateWithFlags", d);
     cuda_check(cudaStreamCreateWithFlags(&g.copy_stream, cudaStreamNonBlocking), "cudaStreamCreateWithFlags", d);
+    if (count > 2 && peer_streams_enabled()) {
+      g.peer_streams.assign(static_cast<std::size_t>(count), nullptr);
+      for (auto& st : g.peer_streams)
+        cuda_check(cudaStreamCreateWithFlags(&st, cudaStreamNonBlocking), "cudaStreamCreateWithFlags", d);
+    }
     g.concurrent_managed = concurrent != 0;
     s.table.push_back({device_kind::cuda, d, "cuda:" + std::to_string(d) + " (" + prop.name + ")",
                        prop.multiProcessorCount, static_cast<std::size_t>(prop.l2CacheSize)});

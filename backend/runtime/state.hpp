@@ -26,6 +26,9 @@ enum class copy_path { self, nvlink, pcie, host_staged };
 struct gpu_state {
   cudaStream_t stream = nullptr;
   cudaStream_t copy_stream = nullptr;  // hide_communication's halo copies, beside the work on `stream`
+  // With TESSERA_PEER_STREAMS=1 (copy.cpp): one stream per source GPU, on which this device
+  // receives a batch's pieces from that source, all sources at once; empty otherwise.
+  std::vector<cudaStream_t> peer_streams;
   bool concurrent_managed = false;  // false: no advise/prefetch, host access needs a device sync
   // Staging is per device so transfers to different GPUs proceed in parallel; the mutex
   // serializes transfers of one device because they share the two chunks.
@@ -72,6 +75,11 @@ inline bool is_gpu(const state& s, int device_id) { return device_id >= 0 && dev
 
 #if TESSERA_HAS_CUDA
 inline gpu_state& gpu(int device_id) { return get().gpus[static_cast<std::size_t>(device_id)]; }
+
+// TESSERA_PEER_STREAMS=1: a batch of copies between GPUs receives from every source at once, on
+// one stream per (destination, source) pair, instead of one source after another on the
+// destination's stream (copy.cpp, copy_peers; issue #22 item 2 measures both). Read once.
+bool peer_streams_enabled();
 
 // Throws backend_error "tessera: <call> failed on device cuda:N: <error>" and clears the
 // thread's last-error slot, so the next check_launch does not report this failure again.
