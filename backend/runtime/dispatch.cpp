@@ -34,13 +34,13 @@ job_list::~job_list() {
   for (std::size_t i = 0; i < launches_.size(); ++i) type_->destroy_in_place(tasks_.data() + slots_ * i);
 }
 
-void* job_list::add(int device, int shard, bool host, std::int64_t n, buffer_list&& uses) {
+void* job_list::add(int device, int shard, std::int64_t n, buffer_list&& uses) {
   if (launches_.size() == launches_.capacity()) throw error("tessera: internal error: job_list::add past its capacity");
   void* task = tasks_.data() + slots_ * launches_.size();
   uses_.push_back(std::move(uses));
   launches_.push_back({.device = device,
                        .shard = shard,
-                       .host = host,
+                       .host = info(device).kind == device_kind::host,
                        .n = n,
                        .run = type_->run,
                        .task = task,

@@ -237,8 +237,9 @@ class job_list {
   job_list& operator=(const job_list&) = delete;
   ~job_list();
   // Adds a job and returns the storage of its task (suitably aligned for any task type, at most
-  // alignof(std::max_align_t)), for the caller to construct the task in.
-  void* add(int device, int shard, bool host, std::int64_t n, buffer_list&& uses);
+  // alignof(std::max_align_t)), for the caller to construct the task in. Whether the job runs
+  // on the host thread pool or a GPU's stream follows from the device.
+  void* add(int device, int shard, std::int64_t n, buffer_list&& uses);
   // run_shards over the jobs added.
   void run(bool sequential) const;
 

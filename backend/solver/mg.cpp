@@ -25,6 +25,13 @@ namespace tessera::detail::solver {
 
 bool multi_gpu_available() { return TESSERA_HAS_CUDA && TESSERA_HAS_CUSOLVERMG; }
 
+bool multi_gpu_available(const int* devices, std::size_t n) {
+  if (!multi_gpu_available()) return false;
+  for (std::size_t i = 0; i < n; ++i)
+    if (rt::info(devices[i]).kind != device_kind::cuda || rt::is_remote(devices[i])) return false;
+  return true;
+}
+
 #if TESSERA_HAS_CUDA && TESSERA_HAS_CUSOLVERMG
 // CUDA 13 marks cusolverMg deprecated, yet ships it and offers no other in-process multi-GPU
 // LU; the warnings would only repeat that.

@@ -14,8 +14,9 @@ const char* host_lapack_name();
 // Whether host devices can run solvers (LAPACKE found at configure time).
 bool host_lapack_available();
 // Whether a matrix split by columns over GPUs can be solved where it lies (cusolverMg found at
-// configure time).
+// configure time), and whether one split over these devices can: every one a GPU of this process.
 bool multi_gpu_available();
+bool multi_gpu_available(const int* devices, std::size_t n);
 
 }  // namespace tessera::detail::solver
 

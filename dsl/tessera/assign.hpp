@@ -145,7 +145,7 @@ struct assign_planner {
   static bool plan(const void* node, const Layout<T, N>& dst, const Part<T, N>& p, int s, rt::job_list& jobs) {
     auto plan = plan_shard<N>(*static_cast<const Node*>(node), dst.shape, {p.device, p.origin, p.extent},
                               {&dst, &describe_layout<T, N>}, &p);
-    void* at = jobs.add(p.device.id(), s, p.device.is_host(), plan.n, std::move(plan.uses));
+    void* at = jobs.add(p.device.id(), s, plan.n, std::move(plan.uses));
     Task* t = ::new (at) Task{.out = {p.ptr, {}}, .e = plan.e, .ext = plan.ext, .n = plan.n, .mode = plan.mode, .wide = plan.wide};
     for (int k = 0; k < N; ++k) t->out.st[k] = p.stride[k];
     return plan.hazard;

@@ -87,8 +87,8 @@ inline bool same_rows(PieceRows& a, PieceRows& b) {
 
 // Moves the values of src's piece (a one-part layout) into dst's piece (same box, maybe another
 // device). A copy between devices that needs no packing goes into `batch`, for copy_into to issue
-// with the others at once; a pitched piece that stays on its GPU goes into `local` (copy_into
-// decides how it moves).
+// with the others at once; a pitched piece that stays on its device goes into `local` (copy_into
+// decides how it moves: beside the batch, where the runtime copies it, or by a kernel).
 template <class T, int N>
 void move_piece(const std::shared_ptr<Layout<T, N>>& dst, const std::shared_ptr<Layout<T, N>>& src,
                 std::vector<rt::copy_region>& batch, std::vector<rt::copy_region>& local) {
@@ -99,7 +99,7 @@ void move_piece(const std::shared_ptr<Layout<T, N>>& dst, const std::shared_ptr<
   const bool rows = same_rows(dr, sr);
   if (d.device == s.device) {
     // (Within one buffer, a kernel: an assignment checks for overlap, a copy engine would not.)
-    if (rows && !d.device.is_host() && d.buf != s.buf) {
+    if (rows && d.buf != s.buf) {
       local.push_back({d.device.id(), d.ptr, static_cast<std::size_t>(dr.pitch) * elem, s.device.id(), s.ptr,
                        static_cast<std::size_t>(sr.pitch) * elem, static_cast<std::size_t>(dr.width) * elem,
                        static_cast<std::size_t>(dr.height), d.buf.get(), s.buf.get()});

@@ -18,10 +18,10 @@ bool solve_in_place_over_gpus(const Layout<T, N>& a) {
     if (a.replicated || a.shard_dim != 1 || a.parts.size() < 2 || a.parts.size() > max_mg_devices) return false;
     // A matrix narrower than two columns per GPU gains nothing from the split, and every GPU must
     // hold at least one tile: such a matrix is gathered instead.
-    if (!solver::multi_gpu_available() || a.shape[0] < 2 * static_cast<index_t>(a.parts.size())) return false;
-    for (const auto& p : a.parts)
-      if (p.device.is_host() || rt::is_remote(p.device.id())) return false;
-    return true;
+    if (a.shape[0] < 2 * static_cast<index_t>(a.parts.size())) return false;
+    int ids[max_mg_devices];
+    for (std::size_t k = 0; k < a.parts.size(); ++k) ids[k] = a.parts[k].device.id();
+    return solver::multi_gpu_available(ids, a.parts.size());
   }
 }
 
