@@ -162,35 +162,33 @@ void run(const MgSolveTask& t, int device, int shard) {
   // The cache hands blocks back in the order of Tessera's streams, which cusolverMg does not use.
   for (int g = 0; g < G; ++g) rt::synchronize_device(t.devices[g]);
   const std::int64_t lwork = static_cast<std::int64_t>(work.bytes / elem);
-  // Every device's work is done before anything throws: cusolverMg may still be using the
+  // Every device's work is done before a failed status throws: cusolverMg may still be using the
   // workspace that the throw would release.
-  auto wait_all = [&](const char* after) {
+  auto settle = [&](cusolverStatus_t s, const char* call) {
+    const std::string after = std::string("cudaDeviceSynchronize (after ") + call + ")";
     for (int g = 0; g < G; ++g) {
       rt::set_device(t.devices[g]);
-      rt::check_cuda(cudaDeviceSynchronize(), after, t.devices[g]);
+      rt::check_cuda(cudaDeviceSynchronize(), after.c_str(), t.devices[g]);
     }
+    check_mg(s, call, t);
   };
   int info = 0;
   rt::set_device(t.devices[0]);  // the grid's first device current, as NVIDIA's samples call it
   if (t.kind == mg_kind::cholesky) {
     const cusolverStatus_t s =
         cusolverMgPotrf(h, CUBLAS_FILL_MODE_LOWER, n, a.data(), 1, 1, d.a, dt, work.p.data(), lwork, &info);
-    wait_all("cudaDeviceSynchronize (after cusolverMgPotrf)");
     // A leading minor that is not positive definite comes back as CUSOLVER_STATUS_INTERNAL_ERROR
     // with info > 0 (its order), unlike getrf's singular pivot, which is a success with info > 0:
     // that is a result for the planner to name, not a failure of the library.
-    if (s != CUSOLVER_STATUS_INTERNAL_ERROR || info <= 0) check_mg(s, "cusolverMgPotrf", t);
+    settle(s == CUSOLVER_STATUS_INTERNAL_ERROR && info > 0 ? CUSOLVER_STATUS_SUCCESS : s, "cusolverMgPotrf");
   } else if (t.kind == mg_kind::eigh) {
     // W is host memory (cusolverMg returns the eigenvalues to the host).
-    const cusolverStatus_t s = cusolverMgSyevd(h, jobz, CUBLAS_FILL_MODE_LOWER, n, a.data(), 1, 1, d.a, t.w, dt, dt,
-                                               work.p.data(), lwork, &info);
-    wait_all("cudaDeviceSynchronize (after cusolverMgSyevd)");
-    check_mg(s, "cusolverMgSyevd", t);
+    settle(cusolverMgSyevd(h, jobz, CUBLAS_FILL_MODE_LOWER, n, a.data(), 1, 1, d.a, t.w, dt, dt, work.p.data(), lwork,
+                           &info),
+           "cusolverMgSyevd");
   } else {
-    const cusolverStatus_t s =
-        cusolverMgGetrf(h, n, n, a.data(), 1, 1, d.a, ipiv.data(), dt, work.p.data(), lwork, &info);
-    wait_all("cudaDeviceSynchronize (after cusolverMgGetrf)");
-    check_mg(s, "cusolverMgGetrf", t);
+    settle(cusolverMgGetrf(h, n, n, a.data(), 1, 1, d.a, ipiv.data(), dt, work.p.data(), lwork, &info),
+           "cusolverMgGetrf");
   }
   *t.info = info;
   // The planner names a zero pivot or a minor that is not positive definite, and a rejected argument.
@@ -200,14 +198,13 @@ void run(const MgSolveTask& t, int device, int shard) {
     int sinfo = 0;
     const cusolverStatus_t s = cusolverMgGetrs(h, CUBLAS_OP_N, n, 1, a.data(), 1, 1, d.a, ipiv.data(), b.data(), 1, 1,
                                                d.b, dt, work.p.data(), lwork, &sinfo);
-    if (s != CUSOLVER_STATUS_SUCCESS || sinfo < 0) wait_all("cudaDeviceSynchronize (after cusolverMgGetrs)");
-    check_mg(s, "cusolverMgGetrs", t);
+    if (s != CUSOLVER_STATUS_SUCCESS || sinfo < 0) settle(s, "cusolverMgGetrs");
     if (sinfo < 0) {
       throw backend_error("tessera: cusolverMgGetrs over " + devices_text(t) + " rejected argument " +
                           std::to_string(-sinfo));
     }
   }
-  wait_all("cudaDeviceSynchronize (after cusolverMgGetrs)");
+  settle(CUSOLVER_STATUS_SUCCESS, "cusolverMgGetrs");
 #pragma GCC diagnostic pop
 #else
   (void)t;

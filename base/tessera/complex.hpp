@@ -4,13 +4,7 @@
 // translation unit; a program that makes, computes with or reads complex arrays includes this
 // header (the FFT header does). Host-only builds, where complex is std::complex, have it either way.
 #pragma once
-#if __has_include(<cuda/std/complex>)
-// No global `half` from cuda_fp16.h, which libcu++'s complex includes (config.hpp says why).
-#ifndef CUDA_NO_HALF
-#define CUDA_NO_HALF
-#endif
+#include <tessera/config.hpp>  // first: its CUDA_NO_HALF must precede libcu++'s cuda_fp16.h
+#if TESSERA_COMPLEX_CUDA_STD
 #include <cuda/std/complex>
-#else
-#include <complex>
 #endif
-#include <tessera/config.hpp>

@@ -21,12 +21,11 @@
 #ifndef CUDA_NO_HALF
 #define CUDA_NO_HALF
 #endif
-#endif
-#if __has_include(<cuda/std/complex>) && __has_include(<cuda/std/__fwd/complex.h>)
+#if __has_include(<cuda/std/__fwd/complex.h>)
 #include <cuda/std/__fwd/complex.h>
-#define TESSERA_COMPLEX_CUDA_STD 1
-#elif __has_include(<cuda/std/complex>)
-#include <tessera/complex.hpp>
+#else
+#include <cuda/std/complex>  // a CCCL without the forward declaration: the whole type
+#endif
 #define TESSERA_COMPLEX_CUDA_STD 1
 #else
 #include <complex>
