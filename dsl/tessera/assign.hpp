@@ -41,7 +41,7 @@ int pass_intervals(const box_filter& f, const Layout<T, N>& dst, const Part<T, N
     return mine == f.boundary ? -1 : 0;
   }
   const index_t lo = p.origin[d], end = lo + p.extent[d];
-  index_t face[4];
+  index_t face[4] = {};  // (read only below nf; initialised for nvcc's warning #549)
   int nf = 0;
   auto add = [&](index_t a, index_t b) {
     if (nf > 0 && a <= face[2 * nf - 1]) {  // a part as thin as 2 * width: one face
