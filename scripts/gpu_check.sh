@@ -134,7 +134,7 @@ if [ "$what" = reshard ]; then
 fi
 if [ "$what" = ab ]; then
   base=${2:?usage: gpu_check.sh ab BASE_TREE}
-  BENCHES="elementwise reduce kernels linalg host_tasks" bash "$ROOT/scripts/bench_ab.sh" "$base" 1 2>&1 | tee "$OUT/ab_all.log"
+  BENCHES="${AB_BENCHES:-elementwise reduce kernels linalg}" bash "$ROOT/scripts/bench_ab.sh" "$base" 1 2>&1 | tee "$OUT/ab_all.log"
   [ "${PIPESTATUS[0]}" = 0 ] || status=1
   echo "== one GPU"
   CUDA_VISIBLE_DEVICES=0 BENCHES="elementwise reduce" OUT="$OUT/one" bash "$ROOT/scripts/bench_ab.sh" "$base" 1 2>&1 | tee "$OUT/ab_one.log"
