@@ -12,7 +12,7 @@
 # then on one, then bench_stencil and bench_distributed; run it right after `suite`, while the
 # machine is warm, to reuse its build. Logs go to $OUT when set.
 # `stress [N]`: the stress program N times (default 10) with one rank per GPU, a new seed each run.
-# `reshard`: bench_stencil's re-shard and bench_fft's fft2 with each copy schedule (TESSERA_PEER_STREAMS).
+# `reshard`: bench_stencil's re-shard and bench_fft's fft2 with each copy schedule (TESSERA_PEER_STREAMS=0: one stream per destination; 1, the default: one per pair).
 # Usage: bash scripts/gpu_check.sh [tests|bench|all|multi|suite|stress [N]|reshard|ab BASE_TREE]
 set -uo pipefail
 ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)

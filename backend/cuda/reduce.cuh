@@ -23,18 +23,17 @@ namespace tessera::detail::cuda {
 #ifndef TESSERA_REDUCE_UNROLL
 #define TESSERA_REDUCE_UNROLL 4
 #endif
-// Blocks per SM of a full reduction's grid; 0: as many as one SM holds at once (the occupancy
-// API), so that the grid is one full wave. A fixed 8 per SM, more than the kernel's registers let
-// an SM hold, left a partial second wave: sum of 2^28 float on an H200 0.911x of CUB's kernels
-// with 8, 0.948x sized by occupancy.
+// Blocks per SM of a full reduction's grid (0: as many as one SM holds at once, the occupancy
+// API), and whether each block folds one contiguous share of the vectors (CUB's even share, 1)
+// instead of a grid-stride interleave (0). Both alternatives were measured against the defaults in
+// one run on 4 H100s (scripts/bench_ab.sh, bench_reduce): occupancy-sized with even shares, sum of
+// 2^28 float to the host went from 1.004x to 0.952x of CUB + copy (0.997x -> 0.948x with one GPU
+// visible), dot from 1.012x to 0.942x; so 8 per SM, interleaved, stay the defaults.
 #ifndef TESSERA_REDUCE_BLOCKS_PER_SM
-#define TESSERA_REDUCE_BLOCKS_PER_SM 0
+#define TESSERA_REDUCE_BLOCKS_PER_SM 8
 #endif
-// Each block of a full reduction folds one contiguous share of the vectors (CUB's even share)
-// instead of a grid-stride interleave: 0.952-0.957x of CUB's kernels against 0.940-0.949x, same
-// H200, same run.
 #ifndef TESSERA_REDUCE_EVEN_SHARE
-#define TESSERA_REDUCE_EVEN_SHARE 1
+#define TESSERA_REDUCE_EVEN_SHARE 0
 #endif
 // Resident blocks per SM the dims kernel is compiled for (registers capped at 64 per thread):
 // measured on an H200, sum(W .* x_row, dims(1)) of 10000 x 300000 float ran at 0.51x memcpy with

@@ -26,8 +26,8 @@ enum class copy_path { self, nvlink, pcie, host_staged };
 struct gpu_state {
   cudaStream_t stream = nullptr;
   cudaStream_t copy_stream = nullptr;  // hide_communication's halo copies, beside the work on `stream`
-  // With TESSERA_PEER_STREAMS=1 (copy.cpp): one stream per source GPU, on which this device
-  // receives a batch's pieces from that source, all sources at once; empty otherwise.
+  // On 3 or more GPUs (copy.cpp, peer_streams_enabled): one stream per source GPU, on which this
+  // device receives a batch's pieces from that source, all sources at once; empty otherwise.
   std::vector<cudaStream_t> peer_streams;
   bool concurrent_managed = false;  // false: no advise/prefetch, host access needs a device sync
   // Staging is per device so transfers to different GPUs proceed in parallel; the mutex

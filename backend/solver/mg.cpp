@@ -159,6 +159,24 @@ void run(const MgSolveTask& t, int device, int shard) {
     work.devices.push_back(t.devices[g]);
     work.p.push_back(rt::allocate(t.devices[g], work.bytes, memory::device));
   }
+  // Blocks from the memory cache hold what their last user left: the workspace is zeroed, and so
+  // are the columns past A's last one in the narrower last tile, so that cusolverMg reads the same
+  // bytes whatever ran before (a fresh cudaMalloc is usually zero, a reused block is not).
+  const std::int64_t blocks = (t.n + t.tile - 1) / t.tile;
+  for (int g = 0; g < G; ++g) {
+    rt::set_device(t.devices[g]);
+    const auto st = static_cast<cudaStream_t>(rt::stream(t.devices[g]));
+    rt::check_cuda(cudaMemsetAsync(work.p[static_cast<std::size_t>(g)], 0, work.bytes, st), "cudaMemsetAsync (workspace)",
+                   t.devices[g]);
+    const std::int64_t mine = (blocks - g + G - 1) / G;  // tiles g, g + G, ... (copy_to_tiles)
+    const std::int64_t last_width = t.n - (blocks - 1) * t.tile;
+    if (mine > 0 && (blocks - 1) % G == g && last_width < t.tile) {
+      const std::size_t from = static_cast<std::size_t>(((mine - 1) * t.tile + last_width) * t.n) * elem;
+      const std::size_t pad = static_cast<std::size_t>((t.tile - last_width) * t.n) * elem;
+      rt::check_cuda(cudaMemsetAsync(static_cast<char*>(t.a[g]) + from, 0, pad, st), "cudaMemsetAsync (last tile)",
+                     t.devices[g]);
+    }
+  }
   // The cache hands blocks back in the order of Tessera's streams, which cusolverMg does not use.
   for (int g = 0; g < G; ++g) rt::synchronize_device(t.devices[g]);
   const std::int64_t lwork = static_cast<std::int64_t>(work.bytes / elem);
