@@ -301,7 +301,7 @@ TEST_CASE("cholesky of a matrix split by columns, repeated: every factor reconst
     return v != nullptr && std::atoi(v) > 0 ? std::atoi(v) : 3;
   }();
   for (const auto& ds : multi_device_sets()) {
-    for (index_t n : {index_t(513), index_t(515), index_t(512)}) {
+    for (index_t n : {index_t(37), index_t(300), index_t(512), index_t(513), index_t(515)}) {
       const Mat p = spd(n);
       auto P = put_mat<double>(p, shard(1, ds));
       REQUIRE(get_mat(P).v == p.v);
