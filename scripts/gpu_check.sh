@@ -12,8 +12,10 @@
 # then on one, then bench_stencil and bench_distributed; run it right after `suite`, while the
 # machine is warm, to reuse its build. Logs go to $OUT when set.
 # `stress [N]`: the stress program N times (default 10) with one rank per GPU, a new seed each run.
+# `mgrace [WAVES]`: test_solver's repeated split cholesky in 8 processes at once, WAVES times (default
+# 4), printing every wrong factor's message (the failure seen only under `ctest -j 8`).
 # `reshard`: bench_stencil's re-shard and bench_fft's fft2 with each copy schedule (TESSERA_PEER_STREAMS=0: one stream per destination; 1, the default: one per pair).
-# Usage: bash scripts/gpu_check.sh [tests|bench|all|multi|suite|stress [N]|reshard|ab BASE_TREE]
+# Usage: bash scripts/gpu_check.sh [tests|bench|all|multi|suite|stress [N]|mgrace [WAVES]|reshard|ab BASE_TREE]
 set -uo pipefail
 ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 OUT=${OUT:-/tmp/tessera-out}
@@ -114,6 +116,24 @@ if [ "$what" = stress ]; then
     [ $rc = 0 ] || status=1
     echo "stress run $i of ${2:-10} ($gpus GPU ranks, seed $((100 + i))): rc $rc, $(( $(date +%s) - start )) s: $(tail -n 1 "$OUT/stress_$i.log")"
   done
+fi
+if [ "$what" = mgrace ]; then
+  source "$ROOT/scripts/common.sh"
+  set +e
+  configure > "$OUT/configure.log" 2>&1 || { tail -n 30 "$OUT/configure.log"; exit 1; }
+  cmake --build "$BUILD_DIR" --target test_solver -j "$(nproc)" > "$OUT/mgrace_build.log" 2>&1 ||
+    { grep -E "error" "$OUT/mgrace_build.log" | head -20; exit 1; }
+  logs=$(mktemp -d)
+  for w in $(seq 1 "${2:-4}"); do
+    for p in 1 2 3 4 5 6 7 8; do
+      TESSERA_TEST_REPEAT=3 timeout 300 "$BUILD_DIR/test_solver" -tc='*repeated after a split solve*' > "$logs/$w.$p.log" 2>&1 &
+    done
+    wait
+  done
+  echo "mgrace: $(grep -l 'Status: SUCCESS' "$logs"/*.log | wc -l) of $(ls "$logs"/*.log | wc -l) processes passed"
+  grep -h -E "columns that differ|logged:|values:" "$logs"/*.log | sort | uniq -c | sort -rn | head -40
+  grep -L 'Status: SUCCESS' "$logs"/*.log | head -3 | xargs -r tail -n 20
+  [ "$(grep -L 'Status: SUCCESS' "$logs"/*.log | wc -l)" = 0 ] || status=1
 fi
 if [ "$what" = reshard ]; then
   # Issue 22 item 2: re-sharding with the rotated order on one stream per destination (the default)

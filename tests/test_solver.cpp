@@ -292,35 +292,45 @@ TEST_CASE("solve, inv, cholesky and eigh of a matrix split by columns: cusolverM
   }
 }
 
-// A factor that reconstructs A once must do so every time: cusolverMgPotrf over 4 GPUs gave a
-// wrong factor (max |L L' - A| 0.9% of max |A|) in one suite run of about ten, at n = 513 only.
-// Each repetition checks the upload and the factor; a wrong one names its worst column and tile.
-TEST_CASE("cholesky of a matrix split by columns, repeated: every factor reconstructs A") {
+// cusolverMgPotrf over 4 GPUs gave a wrong factor (max |L L' - A| about 1% of max |A|) in the split
+// test above in 3 of about 15 runs under `ctest -j 8` (n = 513 twice, n = 37 once), never when run
+// alone; 360 factors of one matrix uploaded once passed under 8 concurrent processes. So each
+// repetition here follows the failing sequence: a split solve (getrf + getrs), then the factor of a
+// matrix uploaded just before. A wrong factor is compared with the one-device factor of the same
+// matrix, and the columns that differ are named with their tiles. TESSERA_TEST_REPEAT sets the
+// repetitions (scripts/gpu_check.sh mgrace runs many processes of it at once).
+TEST_CASE("cholesky of a matrix split by columns, repeated after a split solve: every factor reconstructs A") {
   const int reps = [] {
     const char* v = std::getenv("TESSERA_TEST_REPEAT");
-    return v != nullptr && std::atoi(v) > 0 ? std::atoi(v) : 3;
+    return v != nullptr && std::atoi(v) > 0 ? std::atoi(v) : 2;
   }();
   for (const auto& ds : multi_device_sets()) {
-    for (index_t n : {index_t(37), index_t(300), index_t(512), index_t(513), index_t(515)}) {
-      const Mat p = spd(n);
-      auto P = put_mat<double>(p, shard(1, ds));
-      REQUIRE(get_mat(P).v == p.v);
+    for (index_t n : {index_t(37), index_t(300), index_t(512), index_t(513)}) {
       const index_t tile = std::min<index_t>(256, n / static_cast<index_t>(ds.size()));
       for (int r = 0; r < reps; ++r) {
         INFO(set_name(ds) << ", n = " << n << ", repetition " << r);
-        const Mat l = get_mat(cholesky(P));
-        const Mat llt = product(l, transposed(l));
-        const double d = rel_diff(llt, p);
+        const Mat a = well_conditioned(n), b = random_mat(n, 3);
+        auto A = put_mat<double>(a, shard(1, ds));
+        CHECK(rel_diff(product(a, get_mat(solve(A, put_mat<double>(b, shard(1, ds))))), b) < tol<double>(n));
+        const Mat p = spd(n);
+        const Mat l = get_mat(cholesky(put_mat<double>(p, shard(1, ds))));
+        const double d = rel_diff(product(l, transposed(l)), p);
         if (d >= tol<double>(n)) {
-          index_t worst = 0;
-          double worst_err = 0;
-          for (index_t j = 0; j < n; ++j)
-            for (index_t i = 0; i < n; ++i)
-              if (const double e = std::fabs(llt(i, j) - p(i, j)); e > worst_err) worst_err = e, worst = j;
-          MESSAGE("worst column " << worst << " (tile " << worst / tile << " of width " << tile << "), |error| " << worst_err);
+          const Mat one = get_mat(cholesky(put_mat<double>(p, on(ds[0]))));
+          index_t first = -1, last = -1, count = 0;
+          for (index_t j = 0; j < n; ++j) {
+            bool differs = false;
+            for (index_t i = j; i < n; ++i) differs = differs || std::fabs(l(i, j) - one(i, j)) > 1e-9 * (1 + std::fabs(one(i, j)));
+            if (differs) {
+              if (first < 0) first = j;
+              last = j, ++count;
+            }
+          }
+          MESSAGE("one-device factor reconstructs A: " << (rel_diff(product(one, transposed(one)), p) < tol<double>(n))
+                  << "; columns that differ from it: " << count << ", first " << first << " (tile " << first / tile
+                  << "), last " << last << " (tile " << last / tile << "), tile width " << tile);
         }
         CHECK(d < tol<double>(n));
-        CHECK(get_mat(P).v == p.v);
       }
     }
   }
