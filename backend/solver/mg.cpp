@@ -124,6 +124,12 @@ void run(const MgSolveTask& t, int device, int shard) {
   const cudaDataType dt = t.type == dtype::f32 ? CUDA_R_32F : CUDA_R_64F;
   const std::size_t elem = t.type == dtype::f32 ? sizeof(float) : sizeof(double);
   cusolverMgHandle_t h = mg_handle(t, ordinals);
+  // Every cusolverMg call may leave another device current behind the runtime's per-thread cache,
+  // after which rt::set_device would skip a switch it must make (a cudaDeviceSynchronize or an
+  // allocation meant for one GPU would go to another): the cache is re-read after each call, as
+  // nccl.cpp does after ncclCommInitAll.
+  auto resync = [] { (void)rt::get_cuda_device(); };
+  resync();
   mg_descriptors d;
   check_mg(cusolverMgCreateDeviceGrid(&d.grid, 1, G, ordinals.data(), CUDALIBMG_GRID_MAPPING_COL_MAJOR),
            "cusolverMgCreateDeviceGrid", t);
@@ -153,6 +159,7 @@ void run(const MgSolveTask& t, int device, int shard) {
                                         dt, &lwork_s),
              "cusolverMgGetrs_bufferSize", t);
   }
+  resync();
   mg_workspace work;
   work.bytes = static_cast<std::size_t>(std::max<std::int64_t>({lwork_f, lwork_s, 1})) * elem;
   for (int g = 0; g < G; ++g) {
@@ -183,6 +190,7 @@ void run(const MgSolveTask& t, int device, int shard) {
   // Every device's work is done before a failed status throws: cusolverMg may still be using the
   // workspace that the throw would release.
   auto settle = [&](cusolverStatus_t s, const char* call) {
+    resync();
     const std::string after = std::string("cudaDeviceSynchronize (after ") + call + ")";
     for (int g = 0; g < G; ++g) {
       rt::set_device(t.devices[g]);
