@@ -11,6 +11,7 @@
 //  * memcpy_ms: the cudaMemcpy device-to-device baseline.
 //  * reference_ms: plain-CUDA references (cub::DeviceTransform, a hand-written float4 kernel),
 //    to tell what the GPU allows from what Tessera reaches.
+//  * alltoall_ms: the re-shard's all-to-all in plain CUDA, one stream per pair of GPUs.
 //  * empty_launch_us: the host cost of a bare (empty) kernel launch.
 //
 // Every CUDA call is checked; a failure throws tessera::backend_error naming the call and the
@@ -30,6 +31,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <memory>
 #include <string>
 #include <utility>
 #include <vector>
@@ -304,6 +306,100 @@ inline std::vector<double> reference_ms(Device d, std::size_t n, reference which
       spin_us, late);
   check(cudaStreamSynchronize(s), "cudaStreamSynchronize", d);
   for (auto& m : ms) m /= batch;
+  return ms;
+}
+
+// -- the re-shard's pattern in plain CUDA (bench_stencil (2)) ----------------------------------------
+
+// Milliseconds of one all-to-all between the GPUs of `devs` shaped like Tessera's re-shard of a
+// rows x rows float matrix from shard(1) to shard(0): device s holds rows x (rows / G) (row-major),
+// device d receives the (rows / G) x (rows / G) block d of every source. Each (destination,
+// source) pair copies on a stream of its own, all at once, from cudaMalloc'd buffers. `pitched`:
+// each block lands in its columns of d's (rows / G) x rows rows, as the re-shard writes it (a 3-D
+// peer copy); otherwise the blocks land one after another, contiguous (a plain peer copy), which
+// tells whether the pitch costs bandwidth. The block that stays on its device is a 2-D copy.
+inline std::vector<double> alltoall_ms(const DeviceSet& devs, std::size_t rows, bool pitched, int warmup, int reps,
+                                       double spin_us) {
+  const std::size_t G = devs.size();
+  if (G < 2 || rows % G != 0) {
+    throw invalid_argument("bench: alltoall_ms needs 2 or more GPUs and rows divisible by them, found " +
+                           std::to_string(G) + " GPUs and " + std::to_string(rows) + " rows");
+  }
+  const std::size_t cols = rows / G, block = rows * cols * sizeof(float), piece = cols * cols * sizeof(float);
+  std::vector<std::unique_ptr<device_buffer>> src, dst;
+  for (auto d : devs) {
+    detail::rt::check_free(d.id(), 2 * block + (std::size_t(64) << 20));
+    src.push_back(std::make_unique<device_buffer>(d, block));
+    dst.push_back(std::make_unique<device_buffer>(d, block));
+    check(cudaMemsetAsync(src.back()->get(), 1, block, stream_of(d)), "cudaMemsetAsync", d);
+  }
+  // Streams and events, released however this ends.
+  struct resources {
+    const DeviceSet& devs;
+    std::vector<cudaStream_t> streams;  // [d * G + s]
+    std::vector<cudaEvent_t> start, done;
+    ~resources() {
+      for (std::size_t i = 0; i < streams.size(); ++i) {
+        try {
+          detail::rt::set_device(devs[i / devs.size()].id());
+        } catch (...) {
+        }
+        if (streams[i]) (void)cudaStreamDestroy(streams[i]);
+        if (done[i]) (void)cudaEventDestroy(done[i]);
+      }
+      for (auto e : start)
+        if (e) (void)cudaEventDestroy(e);
+      (void)cudaGetLastError();
+    }
+  } r{devs, std::vector<cudaStream_t>(G * G, nullptr), std::vector<cudaEvent_t>(G, nullptr),
+      std::vector<cudaEvent_t>(G * G, nullptr)};
+  for (std::size_t d = 0; d < G; ++d) {
+    detail::rt::set_device(devs[d].id());
+    check(cudaEventCreateWithFlags(&r.start[d], cudaEventDisableTiming), "cudaEventCreateWithFlags", devs[d]);
+    for (std::size_t s = 0; s < G; ++s) {
+      check(cudaStreamCreateWithFlags(&r.streams[d * G + s], cudaStreamNonBlocking), "cudaStreamCreateWithFlags",
+            devs[d]);
+      check(cudaEventCreateWithFlags(&r.done[d * G + s], cudaEventDisableTiming), "cudaEventCreateWithFlags", devs[d]);
+    }
+  }
+  auto once = [&] {
+    for (std::size_t d = 0; d < G; ++d) {
+      detail::rt::set_device(devs[d].id());
+      check(cudaEventRecord(r.start[d], stream_of(devs[d])), "cudaEventRecord", devs[d]);
+    }
+    for (std::size_t d = 0; d < G; ++d) {
+      const Device dd = devs[d];
+      detail::rt::set_device(dd.id());
+      char* out = static_cast<char*>(dst[d]->get());
+      for (std::size_t k = 1; k <= G; ++k) {  // sources d + 1, d + 2, ..., d itself last
+        const std::size_t s = (d + k) % G;
+        const cudaStream_t st = r.streams[d * G + s];
+        check(cudaStreamWaitEvent(st, r.start[d], 0), "cudaStreamWaitEvent", dd);
+        const char* in = static_cast<const char*>(src[s]->get()) + d * piece;
+        char* to = pitched ? out + s * cols * sizeof(float) : out + s * piece;
+        const std::size_t pitch = pitched ? rows * sizeof(float) : cols * sizeof(float);
+        if (s == d) {
+          check(cudaMemcpy2DAsync(to, pitch, in, cols * sizeof(float), cols * sizeof(float), cols,
+                                  cudaMemcpyDeviceToDevice, st),
+                "cudaMemcpy2DAsync", dd);
+        } else if (pitched) {
+          cudaMemcpy3DPeerParms q{};
+          q.srcPtr = make_cudaPitchedPtr(const_cast<char*>(in), cols * sizeof(float), cols * sizeof(float), cols);
+          q.srcDevice = devs[s].id();
+          q.dstPtr = make_cudaPitchedPtr(to, pitch, cols * sizeof(float), cols);
+          q.dstDevice = dd.id();
+          q.extent = make_cudaExtent(cols * sizeof(float), cols, 1);
+          check(cudaMemcpy3DPeerAsync(&q, st), "cudaMemcpy3DPeerAsync", dd);
+        } else {
+          check(cudaMemcpyPeerAsync(to, dd.id(), in, devs[s].id(), piece, st), "cudaMemcpyPeerAsync", dd);
+        }
+        check(cudaEventRecord(r.done[d * G + s], st), "cudaEventRecord", dd);
+        check(cudaStreamWaitEvent(stream_of(dd), r.done[d * G + s], 0), "cudaStreamWaitEvent", dd);
+      }
+    }
+  };
+  auto ms = time_ms(devs, warmup, reps, once, spin_us);
+  for (auto d : devs) check(cudaStreamSynchronize(stream_of(d)), "cudaStreamSynchronize", d);
   return ms;
 }
 
