@@ -167,21 +167,44 @@ void run(const MgSolveTask& t, int device, int shard) {
     work.p.push_back(rt::allocate(t.devices[g], work.bytes, memory::device));
   }
   // Blocks from the memory cache hold what their last user left: the workspace is zeroed, and so
-  // are the columns past A's last one in the narrower last tile, so that cusolverMg reads the same
-  // bytes whatever ran before (a fresh cudaMalloc is usually zero, a reused block is not).
+  // are the columns past the last one in the narrower last tile, so that cusolverMg reads the same
+  // bytes whatever ran before (a fresh cudaMalloc is usually zero, a reused block is not). A
+  // cholesky padded to whole tiles (order < n) gets its identity block: rows order..n-1 of every
+  // column and columns order..n-1 zero, ones on their diagonal.
   const std::int64_t blocks = (t.n + t.tile - 1) / t.tile;
+  const std::int64_t last_width = t.n - (blocks - 1) * t.tile, order = t.order > 0 ? t.order : t.n;
+  const std::vector<double> ones64(static_cast<std::size_t>(t.n - order), 1.0);
+  const std::vector<float> ones32(static_cast<std::size_t>(t.n - order), 1.0f);
   for (int g = 0; g < G; ++g) {
     rt::set_device(t.devices[g]);
     const auto st = static_cast<cudaStream_t>(rt::stream(t.devices[g]));
+    char* base = static_cast<char*>(t.a[g]);
+    const std::size_t ld = static_cast<std::size_t>(t.n) * elem;
     rt::check_cuda(cudaMemsetAsync(work.p[static_cast<std::size_t>(g)], 0, work.bytes, st), "cudaMemsetAsync (workspace)",
                    t.devices[g]);
     const std::int64_t mine = (blocks - g + G - 1) / G;  // tiles g, g + G, ... (copy_to_tiles)
-    const std::int64_t last_width = t.n - (blocks - 1) * t.tile;
-    if (mine > 0 && (blocks - 1) % G == g && last_width < t.tile) {
-      const std::size_t from = static_cast<std::size_t>(((mine - 1) * t.tile + last_width) * t.n) * elem;
-      const std::size_t pad = static_cast<std::size_t>((t.tile - last_width) * t.n) * elem;
-      rt::check_cuda(cudaMemsetAsync(static_cast<char*>(t.a[g]) + from, 0, pad, st), "cudaMemsetAsync (last tile)",
-                     t.devices[g]);
+    const bool holds_last = mine > 0 && (blocks - 1) % G == g;
+    if (holds_last && last_width < t.tile) {
+      const std::size_t from = static_cast<std::size_t>((mine - 1) * t.tile + last_width) * ld;
+      rt::check_cuda(cudaMemsetAsync(base + from, 0, static_cast<std::size_t>(t.tile - last_width) * ld, st),
+                     "cudaMemsetAsync (last tile)", t.devices[g]);
+    }
+    if (order < t.n && mine > 0) {
+      rt::check_cuda(cudaMemset2DAsync(base + static_cast<std::size_t>(order) * elem, ld, 0,
+                                       static_cast<std::size_t>(t.n - order) * elem,
+                                       static_cast<std::size_t>(mine * t.tile), st),
+                     "cudaMemset2DAsync (padding rows)", t.devices[g]);
+      if (holds_last) {  // the padding columns lie in the last tile: n - order < tile
+        const std::int64_t first = (mine - 1) * t.tile + (order - (blocks - 1) * t.tile);  // local column of `order`
+        char* col = base + static_cast<std::size_t>(first) * ld;
+        rt::check_cuda(cudaMemset2DAsync(col, ld, 0, static_cast<std::size_t>(order) * elem,
+                                         static_cast<std::size_t>(t.n - order), st),
+                       "cudaMemset2DAsync (padding columns)", t.devices[g]);
+        const void* one = elem == sizeof(double) ? static_cast<const void*>(ones64.data()) : ones32.data();
+        rt::check_cuda(cudaMemcpy2DAsync(col + static_cast<std::size_t>(order) * elem, ld + elem, one, elem, elem,
+                                         static_cast<std::size_t>(t.n - order), cudaMemcpyHostToDevice, st),
+                       "cudaMemcpy2DAsync (padding diagonal)", t.devices[g]);
+      }
     }
   }
   // The cache hands blocks back in the order of Tessera's streams, which cusolverMg does not use.

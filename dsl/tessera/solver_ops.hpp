@@ -35,8 +35,11 @@ struct mg_tiles {
   std::vector<std::shared_ptr<rt::buffer>> buffers;
 };
 
+// `pad`: cusolverMg factors A padded to whole tiles with an identity block, diag(A, I) (its
+// Cholesky factor is diag(L, I)), so that no tile is narrower than the others: a factor with a
+// narrow last tile came out wrong under load on 4 GPUs (docs/semantics.md, "Dense solvers").
 template <class T>
-mg_tiles<T> copy_to_tiles(const Layout<T, 2>& a) {
+mg_tiles<T> copy_to_tiles(const Layout<T, 2>& a, bool pad = false) {
   const index_t n = a.shape[0];
   const int G = static_cast<int>(a.parts.size());
   // Tiles of 256 columns (cusolverMg's examples) spread the LU's trailing updates over every GPU;
@@ -49,14 +52,15 @@ mg_tiles<T> copy_to_tiles(const Layout<T, 2>& a) {
   m.tiles.mem = memory::device;
   MgSolveTask& t = m.task;
   t.type = solver_type<T>();
-  t.n = n, t.tile = tile, t.count = G;
+  const index_t rows = pad ? blocks * tile : n;  // the order cusolverMg factors
+  t.n = rows, t.order = n, t.tile = tile, t.count = G;
   std::vector<std::shared_ptr<rt::buffer>> local(static_cast<std::size_t>(G));
   for (int g = 0; g < G; ++g) {
     const Device d = a.parts[static_cast<std::size_t>(g)].device;
     const index_t cols = ((blocks - g + G - 1) / G) * tile;  // every device holds a block
-    rt::check_free(d.id(), static_cast<std::size_t>(n * cols) * sizeof(T));
+    rt::check_free(d.id(), static_cast<std::size_t>(rows * cols) * sizeof(T));
     local[static_cast<std::size_t>(g)] =
-        std::make_shared<rt::buffer>(d.id(), static_cast<std::size_t>(n * cols) * sizeof(T), memory::device);
+        std::make_shared<rt::buffer>(d.id(), static_cast<std::size_t>(rows * cols) * sizeof(T), memory::device);
     auto piv = std::make_shared<rt::buffer>(d.id(), static_cast<std::size_t>(cols) * sizeof(std::int32_t), memory::device);
     t.devices[g] = d.id();
     t.a[g] = local[static_cast<std::size_t>(g)]->ptr;
@@ -69,9 +73,9 @@ mg_tiles<T> copy_to_tiles(const Layout<T, 2>& a) {
     Part<T, 2> q;
     q.device = a.parts[g].device;
     q.buf = local[g];
-    q.ptr = static_cast<T*>(local[g]->ptr) + (b / G) * tile * n;
+    q.ptr = static_cast<T*>(local[g]->ptr) + (b / G) * tile * rows;
     q.extent = {n, std::min(tile, n - b * tile)};
-    q.stride = {1, n};
+    q.stride = {1, rows};
     q.origin = {0, b * tile};
     m.tiles.parts.push_back(std::move(q));
   }
@@ -364,7 +368,7 @@ void zero_upper(const std::shared_ptr<const Layout<T, N>>& l) {
 // back into A's column blocks: L has A's placement.
 template <class T>
 Array<T, 2> cholesky_over_gpus(const Layout<T, 2>& a) {
-  auto m = copy_to_tiles<T>(a);
+  auto m = copy_to_tiles<T>(a, true);
   m.task.kind = mg_kind::cholesky;
   if (const int info = run_over_gpus<T>(m, a, nullptr, "cholesky(A)"); info > 0) {
     throw_not_positive_definite<T, 2>(a, 0, info);
