@@ -205,7 +205,7 @@ int main(int argc, char** argv) {
             const tb::stats a = tb::summarize(
                 tb::cuda::alltoall_ms(p.all, static_cast<std::size_t>(rows), pitched, o.warmup, o.reps, o.spin_us));
             row(std::string("    plain CUDA all-to-all, one stream per pair, ") +
-                    (pitched ? "pitched (as the re-shard)" : "contiguous pieces"),
+                    (pitched ? "strided reads (as the re-shard)" : "contiguous reads"),
                 p.all_label, a, bytes);
             std::printf("      %.1f GB/s per device (%.3fx of one pair's peer copy)\n", gbps(moved / G, a.median),
                         peer_gbps > 0 ? gbps(moved / G, a.median) / peer_gbps : 0.0);
@@ -297,7 +297,7 @@ int main(int argc, char** argv) {
                     G > 1 ? "" : "only 1 device"});
     rows.push_back({"(2) re-shard GB/s per device / peer GB/s", reshard_of_peer, G > 2 ? 0.75 : 0, true,
                     G > 2 ? ">= 0.75x" : "report", G > 1 ? "" : "only 1 device"});
-    rows.push_back({"(2) re-shard vs plain CUDA all-to-all (pitched)", reshard_of_plain, 0, true, "report",
+    rows.push_back({"(2) re-shard vs plain CUDA all-to-all (strided)", reshard_of_plain, 0, true, "report",
                     gpu && G > 1 ? "" : "GPUs only"});
     rows.push_back({"(3) Jacobi scaling / ideal, hide_communication, " + p.all_label, scaling, 0.9, true,
                     ">= 0.90x", G > 1 ? "" : "only 1 device"});

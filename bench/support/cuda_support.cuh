@@ -312,12 +312,14 @@ inline std::vector<double> reference_ms(Device d, std::size_t n, reference which
 // -- the re-shard's pattern in plain CUDA (bench_stencil (2)) ----------------------------------------
 
 // Milliseconds of one all-to-all between the GPUs of `devs` shaped like Tessera's re-shard of a
-// rows x rows float matrix from shard(1) to shard(0): device s holds rows x (rows / G) (row-major),
-// device d receives the (rows / G) x (rows / G) block d of every source. Each (destination,
-// source) pair copies on a stream of its own, all at once, from cudaMalloc'd buffers. `pitched`:
-// each block lands in its columns of d's (rows / G) x rows rows, as the re-shard writes it (a 3-D
-// peer copy); otherwise the blocks land one after another, contiguous (a plain peer copy), which
-// tells whether the pitch costs bandwidth. The block that stays on its device is a 2-D copy.
+// rows x rows float matrix from shard(1) to shard(0) (column-major, as Tessera stores it): device
+// s holds rows x (rows / G), leading dimension rows; device d receives the (rows / G) x (rows / G)
+// block d of every source, rows d * rows / G onwards of each of the source's columns, into its
+// (rows / G) x rows part, where the blocks from s lie one after another (contiguous). Each
+// (destination, source) pair copies on a stream of its own, all at once, from cudaMalloc'd
+// buffers. `pitched`: each block is read at the source's pitch, as the re-shard reads it (a 3-D
+// peer copy); otherwise from a contiguous range of the same size (a plain peer copy), which tells
+// whether the pitch costs bandwidth. The block that stays on its device is a 2-D copy.
 inline std::vector<double> alltoall_ms(const DeviceSet& devs, std::size_t rows, bool pitched, int warmup, int reps,
                                        double spin_us) {
   const std::size_t G = devs.size();
@@ -375,18 +377,18 @@ inline std::vector<double> alltoall_ms(const DeviceSet& devs, std::size_t rows, 
         const std::size_t s = (d + k) % G;
         const cudaStream_t st = r.streams[d * G + s];
         check(cudaStreamWaitEvent(st, r.start[d], 0), "cudaStreamWaitEvent", dd);
-        const char* in = static_cast<const char*>(src[s]->get()) + d * piece;
-        char* to = pitched ? out + s * cols * sizeof(float) : out + s * piece;
+        const char* in = static_cast<const char*>(src[s]->get()) + (pitched ? d * cols * sizeof(float) : d * piece);
         const std::size_t pitch = pitched ? rows * sizeof(float) : cols * sizeof(float);
+        char* to = out + s * piece;
         if (s == d) {
-          check(cudaMemcpy2DAsync(to, pitch, in, cols * sizeof(float), cols * sizeof(float), cols,
+          check(cudaMemcpy2DAsync(to, cols * sizeof(float), in, pitch, cols * sizeof(float), cols,
                                   cudaMemcpyDeviceToDevice, st),
                 "cudaMemcpy2DAsync", dd);
         } else if (pitched) {
           cudaMemcpy3DPeerParms q{};
-          q.srcPtr = make_cudaPitchedPtr(const_cast<char*>(in), cols * sizeof(float), cols * sizeof(float), cols);
+          q.srcPtr = make_cudaPitchedPtr(const_cast<char*>(in), pitch, cols * sizeof(float), cols);
           q.srcDevice = devs[s].id();
-          q.dstPtr = make_cudaPitchedPtr(to, pitch, cols * sizeof(float), cols);
+          q.dstPtr = make_cudaPitchedPtr(to, cols * sizeof(float), cols * sizeof(float), cols);
           q.dstDevice = dd.id();
           q.extent = make_cudaExtent(cols * sizeof(float), cols, 1);
           check(cudaMemcpy3DPeerAsync(&q, st), "cudaMemcpy3DPeerAsync", dd);

@@ -42,9 +42,13 @@ template <class T>
 mg_tiles<T> copy_to_tiles(const Layout<T, 2>& a, bool pad = false) {
   const index_t n = a.shape[0];
   const int G = static_cast<int>(a.parts.size());
-  // Tiles of 256 columns (cusolverMg's examples) spread the LU's trailing updates over every GPU;
-  // a small matrix takes narrower ones (n / G, at least 2) so that each GPU holds at least one.
-  const index_t tile = std::min<index_t>(256, n / G);
+  // Tiles of at most 256 columns (cusolverMg's examples) spread the LU's trailing updates over
+  // every GPU; a small matrix takes narrower ones (n / G, at least 2) so that each GPU holds at
+  // least one. The columns are then shared evenly among that many tiles, so that the last tile is
+  // at most `blocks` - 1 columns short (and a padded factorization adds as few): 1025 columns on 4
+  // GPUs are 5 tiles of 205, not 4 of 256 and one of 1.
+  const index_t widest = std::min<index_t>(256, n / G);
+  const index_t tile = (n + (n + widest - 1) / widest - 1) / ((n + widest - 1) / widest);
   const index_t blocks = (n + tile - 1) / tile;
   mg_tiles<T> m;
   m.tiles.shape = a.shape;
