@@ -308,7 +308,7 @@ TEST_CASE("cholesky of a matrix split by columns, repeated after a split solve: 
     for (index_t n : {index_t(37), index_t(300), index_t(512), index_t(513)}) {
       // The tile width copy_to_tiles picks (dsl/tessera/solver_ops.hpp), for the message only.
       const index_t widest = std::min<index_t>(256, n / static_cast<index_t>(ds.size()));
-      const index_t tile = (n + (n + widest - 1) / widest - 1) / ((n + widest - 1) / widest);
+      const index_t count = (n + widest - 1) / widest, tile = (n + count - 1) / count;
       for (int r = 0; r < reps; ++r) {
         INFO(set_name(ds) << ", n = " << n << ", repetition " << r);
         const Mat a = well_conditioned(n), b = random_mat(n, 3);

@@ -76,9 +76,9 @@ inline bool is_gpu(const state& s, int device_id) { return device_id >= 0 && dev
 #if TESSERA_HAS_CUDA
 inline gpu_state& gpu(int device_id) { return get().gpus[static_cast<std::size_t>(device_id)]; }
 
-// TESSERA_PEER_STREAMS=1: a batch of copies between GPUs receives from every source at once, on
-// one stream per (destination, source) pair, instead of one source after another on the
-// destination's stream (copy.cpp, copy_peers; issue #22 item 2 measures both). Read once.
+// Whether a batch of copies between GPUs receives from every source at once, on one stream per
+// (destination, source) pair (the default on 3 or more GPUs), or one source after another on the
+// destination's stream (TESSERA_PEER_STREAMS=0; copy.cpp, copy_peers). Read once.
 bool peer_streams_enabled();
 
 // Throws backend_error "tessera: <call> failed on device cuda:N: <error>" and clears the

@@ -48,7 +48,8 @@ mg_tiles<T> copy_to_tiles(const Layout<T, 2>& a, bool pad = false) {
   // at most `blocks` - 1 columns short (and a padded factorization adds as few): 1025 columns on 4
   // GPUs are 5 tiles of 205, not 4 of 256 and one of 1.
   const index_t widest = std::min<index_t>(256, n / G);
-  const index_t tile = (n + (n + widest - 1) / widest - 1) / ((n + widest - 1) / widest);
+  const index_t count = (n + widest - 1) / widest;  // tiles of `widest` that hold the columns
+  const index_t tile = (n + count - 1) / count;
   const index_t blocks = (n + tile - 1) / tile;
   mg_tiles<T> m;
   m.tiles.shape = a.shape;
