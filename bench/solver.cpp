@@ -8,8 +8,10 @@
 //      every device against one device (report; ideal is the device count);
 //  (3) cholesky, qr, eigh and svd of one matrix on one device (report: time and rate);
 //  (4) solve(A, b) with A 32768 x 32768 float split by columns over every GPU (cusolverMg, A's
-//      shards copied into its block-cyclic tiles) against the same solve on one GPU (report). On
-//      host devices a split matrix is gathered on the first one, so this row is GPU only.
+//      shards copied into its block-cyclic tiles) against the same solve on one GPU (report), and
+//      cholesky(A) of the same split matrix (Tessera's own, split_cholesky.cpp) against one GPU's,
+//      whose factor it must match (report). On host devices a split matrix is gathered on the
+//      first one, so this row is GPU only.
 //
 // Timing: CUDA events on Tessera's streams behind a spin kernel (bench/support), medians of
 // --reps samples; each call reads LAPACK's info back, so it ends with a host wait, as NumPy's and
@@ -98,7 +100,7 @@ int main(int argc, char** argv) {
     tb::runner run{gpu, o.spin_us, o.warmup, o.reps};
     std::printf("\n%-48s %-11s %9s %9s %10s\n", "", "", "med ms", "best ms", "rate");
     const Device d0 = p.one[0];
-    std::optional<double> solve_ratio, stack_scaling, mg_scaling;
+    std::optional<double> solve_ratio, stack_scaling, mg_scaling, mg_chol_scaling;
 
     // (1) one large system on one device.
     {
@@ -172,7 +174,8 @@ int main(int argc, char** argv) {
     if (gpu && G > 1 && detail::solver::multi_gpu_available()) {
       const index_t n = o.mg;
       const double flops = 2.0 / 3.0 * double(n) * double(n) * double(n) + 2.0 * double(n) * double(n);
-      tb::stats one;
+      const double flops_chol = double(n) * double(n) * double(n) / 3.0;
+      tb::stats one, chol_one;
       {
         auto a = eval(rand<float>({n, n}, on(d0), memory::device) +
                       float(n) * cast<float>(iota<index_t>({n, n}, on(d0)) % (n + 1) == 0));
@@ -180,6 +183,10 @@ int main(int argc, char** argv) {
         Array<float, 1> x = solve(a, b);
         one = run.time(p.one, 1, [&] { x = solve(a, b); }, tb::no_op{}, false);
         row("(4) solve(A, b), A on one GPU", p.one_label, one, flops);
+        // Its lower triangle mirrored is diagonally dominant: cholesky factors it.
+        Array<float, 2> l = cholesky(a);
+        chol_one = run.time(p.one, 1, [&] { l = cholesky(a); }, tb::no_op{}, false);
+        row("    cholesky(A), A on one GPU", p.one_label, chol_one, flops_chol);
       }
       auto a = eval(rand<float>({n, n}, shard(1, p.all), memory::device) +
                     float(n) * cast<float>(iota<index_t>({n, n}, shard(1, p.all)) % (n + 1) == 0));
@@ -195,6 +202,17 @@ int main(int argc, char** argv) {
         ++errors;
         std::printf("  WRONG RESULT: the residual of the split solve is %.3g\n", res);
       }
+      Array<float, 2> l = cholesky(a);
+      const tb::stats chol_all = run.time(p.all, 1, [&] { l = cholesky(a); }, tb::no_op{}, false);
+      row("    cholesky(A), A split by columns", p.all_label, chol_all, flops_chol);
+      mg_chol_scaling = chol_one.median / chol_all.median;
+      const Array<float, 2> l1 = cholesky(copy(a, on(d0)));
+      const double diff = maximum(abs(copy(l, on(d0)) - l1)) / maximum(abs(l1));
+      std::printf("  split cholesky against one GPU's: max |L - L1| / max |L1| = %.3g\n", diff);
+      if (!(diff < 1e-4)) {
+        ++errors;
+        std::printf("  WRONG RESULT: the split cholesky differs from one GPU's by %.3g\n", diff);
+      }
     }
     tb::print_late_warning(run.late, static_cast<long long>(o.spin_us));
 
@@ -204,6 +222,9 @@ int main(int argc, char** argv) {
     rows.push_back({"(2) stack solve, " + p.all_label + " / 1 (ideal " + std::to_string(G) + ")", stack_scaling,
                     0.0, true, "report", G > 1 ? "" : "only 1 device"});
     rows.push_back({"(4) cusolverMg solve " + std::to_string(o.mg) + "^2, " + p.all_label + " / 1", mg_scaling, 0.0,
+                    true, "report",
+                    !gpu ? "GPU only" : G < 2 ? "only 1 GPU" : !detail::solver::multi_gpu_available() ? "no cusolverMg" : ""});
+    rows.push_back({"(4) split cholesky " + std::to_string(o.mg) + "^2, " + p.all_label + " / 1", mg_chol_scaling, 0.0,
                     true, "report",
                     !gpu ? "GPU only" : G < 2 ? "only 1 GPU" : !detail::solver::multi_gpu_available() ? "no cusolverMg" : ""});
     std::printf("\n== summary: medians of %d ==\n", o.reps);

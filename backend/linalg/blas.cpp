@@ -2,6 +2,7 @@
 // The BLAS layer (blas.hpp): cuBLAS on GPUs, CBLAS or loops on host devices.
 #include <backend/linalg/blas.hpp>
 #include <backend/runtime/runtime.hpp>
+#include <backend/solver/gpu.hpp>
 
 #include <climits>
 #include <mutex>
@@ -181,6 +182,10 @@ void host_gemv(std::int64_t m, std::int64_t k, operand a, const T* x, std::int64
 }
 
 }  // namespace
+
+#if TESSERA_HAS_CUDA
+cublasHandle_t cublas_handle(int device) { return handle(device); }
+#endif
 
 }  // namespace tessera::detail::blas
 

@@ -1,9 +1,11 @@
 // SPDX-License-Identifier: Apache-2.0
-// The multi-GPU solvers (MgSolveTask, solver.hpp): cusolverMg's getrf + getrs, potrf or syevd over
-// the GPUs of one process, A in 1-D block-cyclic columns. cusolverMg runs on streams of its own and returns when
-// its work is done, so this executor waits for Tessera's streams of those devices before the call
-// (the tiles were copied there) and for the devices after it.
+// The multi-GPU solvers (MgSolveTask, solver.hpp): cusolverMg's getrf + getrs or syevd over the
+// GPUs of one process, A in 1-D block-cyclic columns; cholesky is Tessera's own
+// (split_cholesky.cpp). cusolverMg runs on streams of its own and returns when its work is done,
+// so this executor waits for Tessera's streams of those devices before the call (the tiles were
+// copied there) and for the devices after it.
 #include <backend/runtime/runtime.hpp>
+#include <backend/solver/gpu.hpp>
 #include <backend/solver/solver.hpp>
 
 #include <algorithm>
@@ -107,6 +109,12 @@ namespace tessera::detail::cuda {
 
 void run(const MgSolveTask& t, int device, int shard) {
   (void)device, (void)shard;
+#if TESSERA_HAS_CUDA
+  if (t.kind == mg_kind::cholesky) {
+    solver::split_cholesky(t);
+    return;
+  }
+#endif
 #if TESSERA_HAS_CUDA && TESSERA_HAS_CUSOLVERMG
 #pragma GCC diagnostic push
 #pragma GCC diagnostic ignored "-Wdeprecated-declarations"
@@ -145,10 +153,7 @@ void run(const MgSolveTask& t, int device, int shard) {
   std::vector<void*> b(a);
   std::int64_t lwork_f = 0, lwork_s = 0;
   const auto jobz = t.vectors ? CUSOLVER_EIG_MODE_VECTOR : CUSOLVER_EIG_MODE_NOVECTOR;
-  if (t.kind == mg_kind::cholesky) {
-    check_mg(cusolverMgPotrf_bufferSize(h, CUBLAS_FILL_MODE_LOWER, n, a.data(), 1, 1, d.a, dt, &lwork_f),
-             "cusolverMgPotrf_bufferSize", t);
-  } else if (t.kind == mg_kind::eigh) {
+  if (t.kind == mg_kind::eigh) {
     check_mg(cusolverMgSyevd_bufferSize(h, jobz, CUBLAS_FILL_MODE_LOWER, n, a.data(), 1, 1, d.a, t.w, dt, dt, &lwork_f),
              "cusolverMgSyevd_bufferSize", t);
   } else {
@@ -168,13 +173,9 @@ void run(const MgSolveTask& t, int device, int shard) {
   }
   // Blocks from the memory cache hold what their last user left: the workspace is zeroed, and so
   // are the columns past the last one in the narrower last tile, so that cusolverMg reads the same
-  // bytes whatever ran before (a fresh cudaMalloc is usually zero, a reused block is not). A
-  // cholesky padded to whole tiles (order < n) gets its identity block: rows order..n-1 of every
-  // column and columns order..n-1 zero, ones on their diagonal.
+  // bytes whatever ran before (a fresh cudaMalloc is usually zero, a reused block is not).
   const std::int64_t blocks = (t.n + t.tile - 1) / t.tile;
-  const std::int64_t last_width = t.n - (blocks - 1) * t.tile, order = t.order > 0 ? t.order : t.n;
-  const std::vector<double> ones64(static_cast<std::size_t>(t.n - order), 1.0);
-  const std::vector<float> ones32(static_cast<std::size_t>(t.n - order), 1.0f);
+  const std::int64_t last_width = t.n - (blocks - 1) * t.tile;
   for (int g = 0; g < G; ++g) {
     rt::set_device(t.devices[g]);
     const auto st = static_cast<cudaStream_t>(rt::stream(t.devices[g]));
@@ -188,23 +189,6 @@ void run(const MgSolveTask& t, int device, int shard) {
       const std::size_t from = static_cast<std::size_t>((mine - 1) * t.tile + last_width) * ld;
       rt::check_cuda(cudaMemsetAsync(base + from, 0, static_cast<std::size_t>(t.tile - last_width) * ld, st),
                      "cudaMemsetAsync (last tile)", t.devices[g]);
-    }
-    if (order < t.n && mine > 0) {
-      rt::check_cuda(cudaMemset2DAsync(base + static_cast<std::size_t>(order) * elem, ld, 0,
-                                       static_cast<std::size_t>(t.n - order) * elem,
-                                       static_cast<std::size_t>(mine * t.tile), st),
-                     "cudaMemset2DAsync (padding rows)", t.devices[g]);
-      if (holds_last) {  // the padding columns lie in the last tile: n - order < tile
-        const std::int64_t first = (mine - 1) * t.tile + (order - (blocks - 1) * t.tile);  // local column of `order`
-        char* col = base + static_cast<std::size_t>(first) * ld;
-        rt::check_cuda(cudaMemset2DAsync(col, ld, 0, static_cast<std::size_t>(order) * elem,
-                                         static_cast<std::size_t>(t.n - order), st),
-                       "cudaMemset2DAsync (padding columns)", t.devices[g]);
-        const void* one = elem == sizeof(double) ? static_cast<const void*>(ones64.data()) : ones32.data();
-        rt::check_cuda(cudaMemcpy2DAsync(col + static_cast<std::size_t>(order) * elem, ld + elem, one, elem, elem,
-                                         static_cast<std::size_t>(t.n - order), cudaMemcpyHostToDevice, st),
-                       "cudaMemcpy2DAsync (padding diagonal)", t.devices[g]);
-      }
     }
   }
   // The cache hands blocks back in the order of Tessera's streams, which cusolverMg does not use.
@@ -223,14 +207,7 @@ void run(const MgSolveTask& t, int device, int shard) {
   };
   int info = 0;
   rt::set_device(t.devices[0]);  // the grid's first device current, as NVIDIA's samples call it
-  if (t.kind == mg_kind::cholesky) {
-    const cusolverStatus_t s =
-        cusolverMgPotrf(h, CUBLAS_FILL_MODE_LOWER, n, a.data(), 1, 1, d.a, dt, work.p.data(), lwork, &info);
-    // A leading minor that is not positive definite comes back as CUSOLVER_STATUS_INTERNAL_ERROR
-    // with info > 0 (its order), unlike getrf's singular pivot, which is a success with info > 0:
-    // that is a result for the planner to name, not a failure of the library.
-    settle(s == CUSOLVER_STATUS_INTERNAL_ERROR && info > 0 ? CUSOLVER_STATUS_SUCCESS : s, "cusolverMgPotrf");
-  } else if (t.kind == mg_kind::eigh) {
+  if (t.kind == mg_kind::eigh) {
     // W is host memory (cusolverMg returns the eigenvalues to the host).
     settle(cusolverMgSyevd(h, jobz, CUBLAS_FILL_MODE_LOWER, n, a.data(), 1, 1, d.a, t.w, dt, dt, work.p.data(), lwork,
                            &info),

@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: Apache-2.0
 // The solver layer (solver.hpp): cuSOLVER's dense API on GPUs, LAPACKE on host devices.
 #include <backend/runtime/runtime.hpp>
+#include <backend/solver/gpu.hpp>
 #include <backend/solver/solver.hpp>
 
 #include <climits>
@@ -257,6 +258,10 @@ void gpu_solve(const SolverTask& t, int device, int shard) {
 #endif
 
 }  // namespace
+
+#if TESSERA_HAS_CUDA
+cusolverDnHandle_t dn_handle(int device) { return handle(device, 0); }
+#endif
 
 bool host_lapack_available() { return TESSERA_HAS_LAPACKE != 0; }
 

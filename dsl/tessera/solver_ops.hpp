@@ -35,18 +35,15 @@ struct mg_tiles {
   std::vector<std::shared_ptr<rt::buffer>> buffers;
 };
 
-// `pad`: cusolverMg factors A padded to whole tiles with an identity block, diag(A, I) (its
-// Cholesky factor is diag(L, I)), so that no tile is narrower than the others: a factor with a
-// narrow last tile came out wrong under load on 4 GPUs (docs/semantics.md, "Dense solvers").
 template <class T>
-mg_tiles<T> copy_to_tiles(const Layout<T, 2>& a, bool pad = false) {
+mg_tiles<T> copy_to_tiles(const Layout<T, 2>& a) {
   const index_t n = a.shape[0];
   const int G = static_cast<int>(a.parts.size());
   // Tiles of at most 256 columns (cusolverMg's examples) spread the LU's trailing updates over
   // every GPU; a small matrix takes narrower ones (n / G, at least 2) so that each GPU holds at
   // least one. The columns are then shared evenly among that many tiles, so that the last tile is
-  // at most `blocks` - 1 columns short (and a padded factorization adds as few): 1025 columns on 4
-  // GPUs are 5 tiles of 205, not 4 of 256 and one of 1.
+  // at most `blocks` - 1 columns short: 1025 columns on 4 GPUs are 5 tiles of 205, not 4 of 256
+  // and one of 1.
   const index_t widest = std::min<index_t>(256, n / G);
   const index_t count = (n + widest - 1) / widest;  // tiles of `widest` that hold the columns
   const index_t tile = (n + count - 1) / count;
@@ -57,15 +54,14 @@ mg_tiles<T> copy_to_tiles(const Layout<T, 2>& a, bool pad = false) {
   m.tiles.mem = memory::device;
   MgSolveTask& t = m.task;
   t.type = solver_type<T>();
-  const index_t rows = pad ? blocks * tile : n;  // the order cusolverMg factors
-  t.n = rows, t.order = n, t.tile = tile, t.count = G;
+  t.n = n, t.tile = tile, t.count = G;
   std::vector<std::shared_ptr<rt::buffer>> local(static_cast<std::size_t>(G));
   for (int g = 0; g < G; ++g) {
     const Device d = a.parts[static_cast<std::size_t>(g)].device;
     const index_t cols = ((blocks - g + G - 1) / G) * tile;  // every device holds a block
-    rt::check_free(d.id(), static_cast<std::size_t>(rows * cols) * sizeof(T));
+    rt::check_free(d.id(), static_cast<std::size_t>(n * cols) * sizeof(T));
     local[static_cast<std::size_t>(g)] =
-        std::make_shared<rt::buffer>(d.id(), static_cast<std::size_t>(rows * cols) * sizeof(T), memory::device);
+        std::make_shared<rt::buffer>(d.id(), static_cast<std::size_t>(n * cols) * sizeof(T), memory::device);
     auto piv = std::make_shared<rt::buffer>(d.id(), static_cast<std::size_t>(cols) * sizeof(std::int32_t), memory::device);
     t.devices[g] = d.id();
     t.a[g] = local[static_cast<std::size_t>(g)]->ptr;
@@ -78,9 +74,9 @@ mg_tiles<T> copy_to_tiles(const Layout<T, 2>& a, bool pad = false) {
     Part<T, 2> q;
     q.device = a.parts[g].device;
     q.buf = local[g];
-    q.ptr = static_cast<T*>(local[g]->ptr) + (b / G) * tile * rows;
+    q.ptr = static_cast<T*>(local[g]->ptr) + (b / G) * tile * n;
     q.extent = {n, std::min(tile, n - b * tile)};
-    q.stride = {1, rows};
+    q.stride = {1, n};
     q.origin = {0, b * tile};
     m.tiles.parts.push_back(std::move(q));
   }
@@ -369,11 +365,11 @@ void zero_upper(const std::shared_ptr<const Layout<T, N>>& l) {
               par);
 }
 
-// cholesky(A) with A's columns over GPUs: potrf on the tiles (cusolverMg), then the factor copied
-// back into A's column blocks: L has A's placement.
+// cholesky(A) with A's columns over GPUs: Tessera's own potrf over the tiles (split_cholesky.cpp),
+// then the factor copied back into A's column blocks: L has A's placement.
 template <class T>
 Array<T, 2> cholesky_over_gpus(const Layout<T, 2>& a) {
-  auto m = copy_to_tiles<T>(a, true);
+  auto m = copy_to_tiles<T>(a);
   m.task.kind = mg_kind::cholesky;
   if (const int info = run_over_gpus<T>(m, a, nullptr, "cholesky(A)"); info > 0) {
     throw_not_positive_definite<T, 2>(a, 0, info);

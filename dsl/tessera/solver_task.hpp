@@ -58,13 +58,12 @@ namespace tessera::detail {
 // The most GPUs one multi-GPU solve spans (the task is a kernel-free aggregate of fixed size).
 inline constexpr int max_mg_devices = 16;
 
-// What a multi-GPU task runs (cusolverMg).
+// What a multi-GPU task runs (cusolverMg; cholesky: Tessera's own, backend/solver/split_cholesky.cpp).
 enum class mg_kind { solve, cholesky, eigh };
 
 // One solve A X = B, one Cholesky factorization or one symmetric eigensolve, with A's columns
-// spread over several GPUs of this process (cusolverMg): A is n x n (diag(A, I) when `order` < n)
-// in 1-D block-cyclic columns of `tile` (column block b on
-// devices[b % count], as its local block b / count), X (B on entry) n x nrhs on devices[0]. One
+// spread over several GPUs of this process: A is n x n in 1-D block-cyclic columns of `tile`
+// (column block b on devices[b % count], as its local block b / count), X (B on entry) n x nrhs on devices[0]. One
 // job on devices[0] runs it; the library works on every device itself and returns when done.
 struct MgSolveTask {
   static constexpr bool in_library = true;
@@ -72,7 +71,6 @@ struct MgSolveTask {
   bool vectors;  // eigh: V in place of the tiles too
   solver::dtype type;
   std::int64_t n, nrhs, tile;
-  std::int64_t order;  // A's order; n, the order factored, is larger for a cholesky padded to whole tiles
   int count;
   int devices[max_mg_devices];            // Tessera device ids
   void* a[max_mg_devices];                // each device's tiles, one after another, leading dimension n
