@@ -2,7 +2,8 @@
 // Stencils over shifted views: every alignment of the output and of each operand along the
 // contiguous dim, rows long enough for the row kernels of backend/cuda/executor.cuh (128 elements
 // and more; the row-vector kernel reads each operand as 16-byte chunks and does the unaligned ends
-// one by one), element types of 2, 4 and 8 bytes, 2-D and 3-D, operands broadcast along either
+// one by one; the marching kernel walks the last dim in chunks), element types of 2, 4 and 8
+// bytes, 2-D and 3-D, operands broadcast along either
 // dim, and the halo'd Jacobi sweep over every device. Every result is compared with plain loops on
 // the host, on fresh random data.
 #include "half_support.hpp"
@@ -81,6 +82,8 @@ void shifts_for_type() {
         check_shifts<T>(ds, p, r, 6, 3, 1, 4, 2, 0);
       }
       check_shifts<T>(ds, p, 2052, 9, 1, 0, 2, 3, 4);
+      // More columns than one block of the marching kernel walks (16), the last chunk partial.
+      check_shifts<T>(ds, p, 261, 71, 2, 1, 3, 0, 4);
     }
   }
 }
@@ -94,12 +97,12 @@ TEST_CASE("stencils: shifted views at every alignment, int32") { shifts_for_type
 
 TEST_CASE("stencils: 3-D 7-point diffusion against loops") {
   for (const auto& ds : device_sets()) {
-    for (index_t n : {index_t(3), index_t(130), index_t(133)}) {
-      // Every device holds at least one plane (the halo's width).
+    for (const auto& [n, ny] : {std::pair<index_t, index_t>{3, 5}, {130, 5}, {133, 5}, {133, 37}}) {
+      // Every device holds at least one plane (the halo's width); 41 planes: more than one block
+      // of the marching kernel walks (16), the last chunk partial.
       const index_t g = static_cast<index_t>(ds.size());
-      for (index_t nz : {std::max<index_t>(3, g), 2 * g + 1}) {
-        INFO("device set " << set_name(ds) << ", grid " << n << " x 5 x " << nz);
-        const index_t ny = 5;
+      for (index_t nz : {std::max<index_t>(3, g), 2 * g + 1, index_t(41)}) {
+        INFO("device set " << set_name(ds) << ", grid " << n << " x " << ny << " x " << nz);
         const auto hu = values<double>(static_cast<std::size_t>(n * ny * nz));
         const auto hc = values<double>(static_cast<std::size_t>(n * ny * nz));
         auto u = from_host(hu, {n, ny, nz}, shard(2, halo(1), ds));
