@@ -16,10 +16,7 @@
 # times (default 4; MGRACE_REPEAT factors per size each, default 3), with GPU 0 kept busy, printing
 # every wrong factor's message; BASE_TREE's first.
 # `reshard`: bench_stencil's re-shard and bench_fft's fft2 with each copy schedule (TESSERA_PEER_STREAMS=0: one stream per destination; 1, the default: one per pair).
-# `stencil`: test_stencil_paths on the GPUs, then bench_stencil's stencil rows with the marching
-# kernel off (TESSERA_MARCH=0: the row kernels), at its defaults, and at other rows per block and
-# steps per block (TESSERA_MARCH_ROWS, TESSERA_MARCH_STEPS), on one machine.
-# Usage: bash scripts/gpu_check.sh [tests|bench|all|multi|suite|stress [N]|mgrace [WAVES [BASE_TREE]]|reshard|stencil|ab BASE_TREE]
+# Usage: bash scripts/gpu_check.sh [tests|bench|all|multi|suite|stress [N]|mgrace [WAVES [BASE_TREE]]|reshard|ab BASE_TREE]
 set -uo pipefail
 ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 OUT=${OUT:-/tmp/tessera-out}
@@ -183,21 +180,6 @@ while True: x*=1.0000001; y=x[:1024]*2"
     [ "$tree" = "$BUILD_DIR" ] && { [ "$passed" = "$(ls "$logs"/*.log | wc -l)" ] || status=1; }
   done
   [ -n "$load_pid" ] && kill "$load_pid" 2> /dev/null
-fi
-if [ "$what" = stencil ]; then
-  source "$ROOT/scripts/common.sh"
-  set +e
-  configure > "$OUT/configure.log" 2>&1 || { tail -n 30 "$OUT/configure.log"; exit 1; }
-  cmake --build "$BUILD_DIR" --target bench_stencil test_stencil_paths -j "$(nproc)" > "$OUT/stencil_build.log" 2>&1 ||
-    { grep -E "error" "$OUT/stencil_build.log" | head -20; exit 1; }
-  TESSERA_BACKEND=cuda "$BUILD_DIR/test_stencil_paths" 2>&1 | tail -n 3
-  [ "${PIPESTATUS[0]}" = 0 ] || status=1
-  for v in "0 2 16" "1 2 16" "1 1 16" "1 4 16" "1 2 8" "1 2 32" "1 2 64" "0 2 16"; do
-    set -- $v
-    echo "== TESSERA_MARCH=$1 TESSERA_MARCH_ROWS=$2 TESSERA_MARCH_STEPS=$3"
-    TESSERA_MARCH=$1 TESSERA_MARCH_ROWS=$2 TESSERA_MARCH_STEPS=$3 "$BUILD_DIR/bench_stencil" 2>&1 |
-      grep -E "^  \((3|4)\) .*(Jacobi|diffusion).*vs memcpy|^  \(3\) Jacobi (scaling|bytes)" | tail -n 6
-  done
 fi
 if [ "$what" = reshard ]; then
   # Issue 22 item 2: re-sharding with the rotated order on one stream per destination (the default)

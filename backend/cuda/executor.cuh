@@ -4,7 +4,6 @@
 // the launch helper. Included only by translation units compiled with nvcc.
 #pragma once
 #include <backend/cuda/launch.cuh>
-#include <backend/cuda/march.cuh>
 #include <tessera/evaluator.hpp>
 
 #include <cstdint>
@@ -85,6 +84,12 @@ inline constexpr int rows_unroll = TESSERA_ROWS_UNROLL;
 // C = 1 x 256 threads 0.73x memcpy, C = 2 x 128 0.78x, C = 2 x 256 0.76x, C = 3 x 128 0.83x;
 // a shifted copy: C = 1 0.93x, C = 3 x 128 0.88x. U = 3 or 6 instead of 4: 0.65x and 0.79x.
 // TESSERA_ROWS_BLOCK / TESSERA_ROWS_COLS force one choice for every expression.
+template <class E>
+struct leaf_count : std::integral_constant<int, 0> {};
+template <class T, int N>
+struct leaf_count<LeafEval<T, N>> : std::integral_constant<int, 1> {};
+template <class F, class... E>
+struct leaf_count<NodeEval<F, E...>> : std::integral_constant<int, (0 + ... + leaf_count<E>::value)> {};
 template <class E>
 inline constexpr int rows_cols =
 #ifdef TESSERA_ROWS_COLS
@@ -260,7 +265,6 @@ struct row_grid {
 template <class Out, class E, int N>
 void run(const ShardTask<Out, E, N>& t, int device, int shard) {
   using Task = ShardTask<Out, E, N>;
-  if (t.mode == path::cartesian && t.ext[0] >= TESSERA_ROWS_MIN_INNER && try_march(t, device, shard)) return;
   if constexpr (N >= 2 && row_vectors<Out, E>) {
     if (t.mode == path::cartesian && t.ext[0] >= TESSERA_ROWS_MIN_INNER && !t.wide && t.out.st[0] == 1 &&
         t.e.dim0_unit()) {

@@ -360,14 +360,6 @@ struct eval_of<Broadcasted<F, A...>, N> {
 template <class Node, int N>
 using eval_t = typename eval_of<Node, N>::type;
 
-// Array operands of an expression (the GPU kernels pick a stencil's kernel by it).
-template <class E>
-struct leaf_count : std::integral_constant<int, 0> {};
-template <class T, int N>
-struct leaf_count<LeafEval<T, N>> : std::integral_constant<int, 1> {};
-template <class F, class... E>
-struct leaf_count<NodeEval<F, E...>> : std::integral_constant<int, (0 + ... + leaf_count<E>::value)> {};
-
 // Smallest element among the leaves: decides how many elements one thread loads at once.
 template <class E>
 struct min_leaf_size {
