@@ -7,7 +7,9 @@
 //      destination's stream between two stream-ordering events, without copyto's planning
 //      (target >= 0.95x);
 //  (2) re-sharding: copyto(y, x) of a 1 GiB float matrix sharded along dim 1 into one sharded
-//      along dim 0 over every device, in GB/s moved between devices against (1)'s peer figure;
+//      along dim 0 over every device, in GB/s moved between devices against (1)'s peer figure,
+//      beside the same all-to-all in plain CUDA (one stream per pair, strided and contiguous
+//      reads) and as grouped NCCL send/recv of contiguous pieces;
 //  (3) 2-D Jacobi, 16384^2 float, columns split with halo(1): one sweep (a fused kernel over the
 //      shifted views) plus update_halo, in iterations per second on one device and on every
 //      device, one after the other and with the exchange hidden behind the sweep's interior
@@ -213,6 +215,15 @@ int main(int argc, char** argv) {
           } catch (const std::exception& e) {
             std::printf("  plain CUDA all-to-all failed: %s\n", e.what());
           }
+        }
+        try {
+          const tb::stats a = tb::summarize(
+              tb::cuda::nccl_alltoall_ms(p.all, static_cast<std::size_t>(rows), o.warmup, o.reps, o.spin_us));
+          row("    NCCL all-to-all, grouped send/recv, contiguous pieces", p.all_label, a, bytes);
+          std::printf("      %.1f GB/s per device (%.3fx of one pair's peer copy)\n", gbps(moved / G, a.median),
+                      peer_gbps > 0 ? gbps(moved / G, a.median) / peer_gbps : 0.0);
+        } catch (const std::exception& e) {
+          std::printf("  NCCL all-to-all failed: %s\n", e.what());
         }
       }
 #endif

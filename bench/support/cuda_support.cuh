@@ -12,6 +12,7 @@
 //  * reference_ms: plain-CUDA references (cub::DeviceTransform, a hand-written float4 kernel),
 //    to tell what the GPU allows from what Tessera reaches.
 //  * alltoall_ms: the re-shard's all-to-all in plain CUDA, one stream per pair of GPUs.
+//  * nccl_alltoall_ms: the same all-to-all as grouped NCCL send/recv (pieces already contiguous).
 //  * empty_launch_us: the host cost of a bare (empty) kernel launch.
 //
 // Every CUDA call is checked; a failure throws tessera::backend_error naming the call and the
@@ -28,6 +29,7 @@
 
 #include <cub/device/device_transform.cuh>
 #include <cuda_runtime.h>
+#include <nccl.h>
 
 #include <cstddef>
 #include <cstdint>
@@ -402,6 +404,75 @@ inline std::vector<double> alltoall_ms(const DeviceSet& devs, std::size_t rows, 
   };
   auto ms = time_ms(devs, warmup, reps, once, spin_us);
   for (auto d : devs) check(cudaStreamSynchronize(stream_of(d)), "cudaStreamSynchronize", d);
+  return ms;
+}
+
+// Milliseconds per all-to-all of a rows x rows float matrix over `devs` through NCCL: every
+// device sends each other device its piece (rows / G)^2 with ncclSend/ncclRecv in one group, on
+// Tessera's streams, and copies its own piece locally. The pieces are contiguous on both sides
+// (a re-shard through NCCL would first pack the strided ones, one local pass at HBM speed), so
+// this is what NCCL's transport gives the pattern. One communicator per device, by
+// ncclCommInitAll, destroyed at the end.
+inline std::vector<double> nccl_alltoall_ms(const DeviceSet& devs, std::size_t rows, int warmup, int reps,
+                                            double spin_us) {
+  const std::size_t G = devs.size();
+  if (G < 2 || rows % G != 0) {
+    throw invalid_argument("bench: nccl_alltoall_ms needs 2 or more GPUs and rows divisible by them, found " +
+                           std::to_string(G) + " GPUs and " + std::to_string(rows) + " rows");
+  }
+  const std::size_t cols = rows / G, block = rows * cols * sizeof(float), piece = cols * cols * sizeof(float);
+  std::vector<std::unique_ptr<device_buffer>> src, dst;
+  for (auto d : devs) {
+    detail::rt::check_free(d.id(), 2 * block + (std::size_t(64) << 20));
+    src.push_back(std::make_unique<device_buffer>(d, block));
+    dst.push_back(std::make_unique<device_buffer>(d, block));
+    check(cudaMemsetAsync(src.back()->get(), 1, block, stream_of(d)), "cudaMemsetAsync", d);
+  }
+  struct comms {
+    std::vector<ncclComm_t> c;
+    ~comms() {
+      for (auto x : c)
+        if (x) (void)ncclCommDestroy(x);
+    }
+  } r{std::vector<ncclComm_t>(G, nullptr)};
+  std::vector<int> ordinals;
+  for (auto d : devs) ordinals.push_back(detail::rt::info(d.id()).ordinal);
+  auto nccl_check = [&](ncclResult_t e, const char* call) {
+    if (e != ncclSuccess) {
+      throw backend_error(std::string("bench: ") + call + " failed: " + ncclGetErrorString(e));
+    }
+  };
+  nccl_check(ncclCommInitAll(r.c.data(), static_cast<int>(G), ordinals.data()), "ncclCommInitAll");
+  (void)detail::rt::get_cuda_device();  // NCCL switched devices behind the runtime's cache
+  const std::size_t count = cols * cols;
+  auto once = [&] {
+    nccl_check(ncclGroupStart(), "ncclGroupStart");
+    for (std::size_t d = 0; d < G; ++d) {
+      char* in = static_cast<char*>(src[d]->get());
+      char* out = static_cast<char*>(dst[d]->get());
+      for (std::size_t k = 1; k < G; ++k) {
+        const std::size_t peer = (d + k) % G;
+        nccl_check(ncclSend(in + peer * piece, count, ncclFloat, static_cast<int>(peer), r.c[d], stream_of(devs[d])),
+                   "ncclSend");
+        nccl_check(ncclRecv(out + peer * piece, count, ncclFloat, static_cast<int>(peer), r.c[d], stream_of(devs[d])),
+                   "ncclRecv");
+      }
+    }
+    nccl_check(ncclGroupEnd(), "ncclGroupEnd");
+    (void)detail::rt::get_cuda_device();
+    for (std::size_t d = 0; d < G; ++d) {
+      detail::rt::set_device(devs[d].id());
+      check(cudaMemcpyAsync(static_cast<char*>(dst[d]->get()) + d * piece,
+                            static_cast<const char*>(src[d]->get()) + d * piece, piece, cudaMemcpyDeviceToDevice,
+                            stream_of(devs[d])),
+            "cudaMemcpyAsync", devs[d]);
+    }
+  };
+  auto ms = time_ms(devs, warmup, reps, once, spin_us);
+  for (auto d : devs) {
+    detail::rt::set_device(d.id());
+    check(cudaStreamSynchronize(stream_of(d)), "cudaStreamSynchronize", d);
+  }
   return ms;
 }
 
