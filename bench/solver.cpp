@@ -206,10 +206,14 @@ int main(int argc, char** argv) {
       const tb::stats chol_all = run.time(p.all, 1, [&] { l = cholesky(a); }, tb::no_op{}, false);
       row("    cholesky(A), A split by columns", p.all_label, chol_all, flops_chol);
       mg_chol_scaling = chol_one.median / chol_all.median;
+      // Against one GPU's factor, the strictly lower part on its own scale: with A's diagonal
+      // about n, L's diagonal (about sqrt(n)) would hide errors below it.
       const Array<float, 2> l1 = cholesky(copy(a, on(d0)));
-      const double diff = maximum(abs(copy(l, on(d0)) - l1)) / maximum(abs(l1));
-      std::printf("  split cholesky against one GPU's: max |L - L1| / max |L1| = %.3g\n", diff);
-      if (!(diff < 1e-4)) {
+      const auto idx = iota<index_t>({n, n}, on(d0));
+      const Array<float, 2> below = cast<float>(idx % n > idx / n);
+      const double diff = maximum(abs((copy(l, on(d0)) - l1) * below)) / maximum(abs(l1 * below));
+      std::printf("  split cholesky against one GPU's, below the diagonal: max |L - L1| / max |L1| = %.3g\n", diff);
+      if (!(diff < 1e-3)) {
         ++errors;
         std::printf("  WRONG RESULT: the split cholesky differs from one GPU's by %.3g\n", diff);
       }

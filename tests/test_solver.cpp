@@ -270,7 +270,7 @@ TEST_CASE("solve, inv, cholesky and eigh of a matrix split by columns: over the 
       check_all_close(w2, wv, 1e-9, 1e-9);
     }
     // Positive definite but for one leading minor: in the first tile, a middle one, the last one
-    // (8 columns on 4 GPUs are tiles of 2; 37 columns, 5 tiles of 8 and a last one of 5).
+    // (8 columns on 4 GPUs are tiles of 2; 37 columns, 4 tiles of 8 and a last one of 5).
     for (const auto& [n, bad] : {std::pair<index_t, index_t>{8, 0}, {8, 5}, {8, 7}, {37, 36}}) {
       INFO(set_name(ds) << ", n = " << n << ", minor " << bad + 1);
       Mat np = identity(n);

@@ -61,10 +61,11 @@ bool peer_push_enabled() {
   return on;
 }
 
-// The pushed form of copy_peers (no ticket, not captured, every pair over NVLink): each source
-// waits for the queued work of itself and of each destination it writes (their events), issues
-// its pieces per destination on its pair stream for that destination, in rotated order, and both
-// main streams wait for that pair's event afterwards.
+// The pushed form of copy_peers (no ticket, not captured, every pair over NVLink both ways): each
+// source waits for the queued work of itself and of each destination it writes (their events),
+// issues its pieces per destination on its pair stream for that destination (its main stream on 2
+// GPUs or with TESSERA_PEER_STREAMS=0), in rotated order; once all are queued, both main streams
+// of each pair wait for that pair's event.
 void push_peers(const copy_region* c, std::size_t n) {
   const auto G = static_cast<std::size_t>(get().gpu_count);
   std::vector<int> devices;
@@ -92,6 +93,12 @@ void push_peers(const copy_region* c, std::size_t n) {
     ready[static_cast<std::size_t>(d)] = record(d, main_stream(d));
   }
   const int gpus = get().gpu_count;
+  struct join {
+    int src, dst;
+    cudaEvent_t done;
+    cudaStream_t on;
+  };
+  std::vector<join> joins;
   for (int s : devices) {
     std::vector<std::size_t> mine;
     for (std::size_t i = 0; i < n; ++i)
@@ -101,7 +108,6 @@ void push_peers(const copy_region* c, std::size_t n) {
     std::stable_sort(mine.begin(), mine.end(), [&](std::size_t x, std::size_t y) { return turn(x) < turn(y); });
     for (std::size_t k = 0; k < mine.size();) {
       const int d = c[mine[k]].dst_device;
-      cudaEvent_t pair_done = nullptr;
       {
         device_guard guard(s);
         const auto& pair_streams = gpu(s).peer_streams;
@@ -126,13 +132,20 @@ void push_peers(const copy_region* c, std::size_t n) {
           p.extent = make_cudaExtent(r.width, r.height, 1);
           cuda_check(cudaMemcpy3DPeerAsync(&p, ps), "cudaMemcpy3DPeerAsync (pushed)", s);
         }
-        pair_done = record(s, ps);
-        if (ps != main_stream(s))
-          cuda_check(cudaStreamWaitEvent(main_stream(s), pair_done, 0), "cudaStreamWaitEvent", s);
+        joins.push_back({s, d, record(s, ps), ps});
       }
-      device_guard guard(d);
-      cuda_check(cudaStreamWaitEvent(main_stream(d), pair_done, 0), "cudaStreamWaitEvent", d);
     }
+  }
+  // Every piece is queued before any main stream waits: on one stream per source (2 GPUs, or
+  // TESSERA_PEER_STREAMS=0) a wait queued mid-batch would hold back that device's own pushes.
+  for (const auto& j : joins) {
+    {
+      device_guard guard(j.src);
+      if (j.on != main_stream(j.src))
+        cuda_check(cudaStreamWaitEvent(main_stream(j.src), j.done, 0), "cudaStreamWaitEvent", j.src);
+    }
+    device_guard guard(j.dst);
+    cuda_check(cudaStreamWaitEvent(main_stream(j.dst), j.done, 0), "cudaStreamWaitEvent", j.dst);
   }
 }
 
@@ -148,11 +161,13 @@ void copy_peers(const copy_region* c, std::size_t n, copy_ticket* ticket) {
   if (capture_links_devices()) return;  // an independent capture: recorded again, jointly
   const bool captured = capturing();
   if (!captured && ticket == nullptr && peer_push_enabled()) {
+    // A pushed kernel copy needs the source's access to the destination, a pulled one the reverse.
     bool nvlink = true;
+    auto path = [](int a, int b) { return get().paths[static_cast<std::size_t>(a * get().gpu_count + b)]; };
     for (std::size_t i = 0; i < n; ++i)
       nvlink = nvlink && c[i].src_device != c[i].dst_device &&
-               get().paths[static_cast<std::size_t>(c[i].dst_device * get().gpu_count + c[i].src_device)] ==
-                   copy_path::nvlink;
+               path(c[i].dst_device, c[i].src_device) == copy_path::nvlink &&
+               path(c[i].src_device, c[i].dst_device) == copy_path::nvlink;
     if (nvlink) return push_peers(c, n);
   }
   std::vector<int> srcs, dsts;

@@ -447,6 +447,14 @@ inline std::vector<double> nccl_alltoall_ms(const DeviceSet& devs, std::size_t r
   const std::size_t count = cols * cols;
   auto once = [&] {
     nccl_check(ncclGroupStart(), "ncclGroupStart");
+    // A throw inside the group must still close it: an open group would hold every later NCCL
+    // call of this thread (the comms' destruction, Tessera's collectives).
+    struct group_closer {
+      bool open = true;
+      ~group_closer() {
+        if (open) (void)ncclGroupEnd();
+      }
+    } closer;
     for (std::size_t d = 0; d < G; ++d) {
       char* in = static_cast<char*>(src[d]->get());
       char* out = static_cast<char*>(dst[d]->get());
@@ -458,6 +466,7 @@ inline std::vector<double> nccl_alltoall_ms(const DeviceSet& devs, std::size_t r
                    "ncclRecv");
       }
     }
+    closer.open = false;
     nccl_check(ncclGroupEnd(), "ncclGroupEnd");
     (void)detail::rt::get_cuda_device();
     for (std::size_t d = 0; d < G; ++d) {

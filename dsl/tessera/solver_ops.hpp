@@ -9,7 +9,8 @@ namespace tessera {
 namespace detail {
 
 // Whether A (a square matrix split by columns over several GPUs of this process) is solved where
-// it lies, through cusolverMg, instead of gathered on one device.
+// it lies (cusolverMg; Tessera's own split cholesky, which needs only CUDA, shares the condition),
+// instead of gathered on one device.
 template <class T, int N>
 bool solve_in_place_over_gpus(const Layout<T, N>& a) {
   if constexpr (N != 2) {
@@ -25,7 +26,7 @@ bool solve_in_place_over_gpus(const Layout<T, N>& a) {
   }
 }
 
-// A's column blocks copied into cusolverMg's 1-D block-cyclic tiles (block b on device b % G,
+// A's column blocks copied into 1-D block-cyclic tiles (block b on device b % G,
 // as that device's local block b / G), with pivots beside them: the task's `a` and `ipiv`, and
 // the buffers its job uses. `tiles` describes them as a layout (several parts per device).
 template <class T>
@@ -84,8 +85,8 @@ mg_tiles<T> copy_to_tiles(const Layout<T, 2>& a) {
   return m;
 }
 
-// Runs the task on A's first device (cusolverMg drives the others) and returns getrf's or
-// potrf's info; a negative one (a rejected argument) throws.
+// Runs the task on A's first device (it drives the others: cusolverMg, or split_cholesky.cpp) and
+// returns getrf's or potrf's info; a negative one (a rejected argument) throws.
 template <class T>
 int run_over_gpus(mg_tiles<T>& m, const Layout<T, 2>& a, rt::buffer* x, const char* what) {
   int info = 0;
@@ -95,7 +96,7 @@ int run_over_gpus(mg_tiles<T>& m, const Layout<T, 2>& a, rt::buffer* x, const ch
   if (x != nullptr) jobs[0].uses.add(x);
   execute(jobs);
   if (info < 0) {
-    throw backend_error("tessera: cusolverMg's factorization rejected its argument " + std::to_string(-info) + " in " +
+    throw backend_error("tessera: the multi-GPU factorization rejected its argument " + std::to_string(-info) + " in " +
                         what);
   }
   return info;
