@@ -210,6 +210,8 @@ int main(int argc, char** argv) {
       // about n, L's diagonal (about sqrt(n)) would hide errors below it.
       const Array<float, 2> l1 = cholesky(copy(a, on(d0)));
       const auto idx = iota<index_t>({n, n}, on(d0));
+      // Row i = idx % n; idx / n is the true quotient j + i / n (integers divide as reals), which
+      // i exceeds exactly when i > j.
       const Array<float, 2> below = cast<float>(idx % n > idx / n);
       const double diff = maximum(abs((copy(l, on(d0)) - l1) * below)) / maximum(abs(l1 * below));
       std::printf("  split cholesky against one GPU's, below the diagonal: max |L - L1| / max |L1| = %.3g\n", diff);

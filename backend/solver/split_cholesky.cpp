@@ -149,9 +149,10 @@ void factor(const MgSolveTask& t) {
           // only in step k + G - 1 >= k + 1: this wait sees tile k's.
           rt::check_cuda(cudaStreamWaitEvent(p.stream, owner(k).factored, 0), "cudaStreamWaitEvent (a panel)",
                          p.device);
-          // The rows below the diagonal block: the updates read rows (k + 1) * nb.. only.
+          // Rows k * nb.. of the tile (the updates read rows (k + 1) * nb.. of it; the diagonal
+          // block comes along, as in the version measured on the GPUs).
           const std::size_t pitch = static_cast<std::size_t>(n) * sizeof(T);
-          const std::int64_t from = k * nb + width(k);
+          const std::int64_t from = k * nb;
           T* dst = static_cast<T*>(p.panel);
           rt::check_cuda(cudaMemcpy2DAsync(dst + from, pitch, column(k) + from, pitch,
                                            static_cast<std::size_t>(n - from) * sizeof(T),
