@@ -42,9 +42,12 @@ void reduce_scatter(const int* devices, int n, const void* const* send, void* co
 // group of sends and receives when TESSERA_PEER_NCCL=1 (opt-in, off by default): every region
 // between two GPUs of this process is sent whole, a strided one packed on its source and unpacked
 // on its destination through staging from the memory cache, and a region within one GPU is copied
-// there, all on the devices' streams. Returns false, having queued nothing, when the option is
-// off or the batch does not qualify (a host device, another rank's device, a capture or a
-// recording, no copy between two GPUs, staging that does not fit); the caller then copies as usual.
+// there after the group, all on the devices' main streams (hide_communication's copies keep their
+// own path). Returns false, having queued nothing, when the option is off or the batch does not
+// qualify (a host device, another rank's device, a GPU listed by several ranks, a capture or a
+// recording, no copy between two GPUs, staging that does not fit); the caller then copies as
+// usual. Like the collectives it is one NCCL group: other threads must
+// not queue cross-device waits on these GPUs meanwhile.
 bool exchange(const rt::copy_region* regions, std::size_t n);
 
 }  // namespace tessera::detail::comm

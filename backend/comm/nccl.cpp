@@ -541,17 +541,19 @@ struct staging {
 bool exchange(const rt::copy_region* c, std::size_t n) {
   if (!peer_nccl_enabled() || rt::capturing() || rt::recording()) return false;
   auto empty = [](const rt::copy_region& r) { return r.width == 0 || r.height == 0; };
+  // Only GPUs private to this process: a device listed by several ranks (shared) would make the
+  // group span ranks, which every rank would have to join. The communicators are keyed by the
+  // GPUs that pieces cross between, not by those with pieces within one GPU only.
   std::vector<int> devices;
-  bool between = false;
   for (std::size_t i = 0; i < n; ++i) {
     if (empty(c[i])) continue;
     for (int d : {c[i].src_device, c[i].dst_device}) {
-      if (rt::info(d).kind != device_kind::cuda || rt::is_remote(d)) return false;
-      if (std::find(devices.begin(), devices.end(), d) == devices.end()) devices.push_back(d);
+      if (rt::info(d).kind != device_kind::cuda || rt::is_remote(d) || rt::is_shared(d)) return false;
+      if (c[i].src_device != c[i].dst_device && std::find(devices.begin(), devices.end(), d) == devices.end())
+        devices.push_back(d);
     }
-    between = between || c[i].src_device != c[i].dst_device;
   }
-  if (!between) return false;
+  if (devices.empty()) return false;
   std::sort(devices.begin(), devices.end());
   auto rank = [&](int d) { return static_cast<int>(std::lower_bound(devices.begin(), devices.end(), d) - devices.begin()); };
   auto crossing = [&](const rt::copy_region& r) { return !empty(r) && r.src_device != r.dst_device; };
@@ -575,21 +577,16 @@ bool exchange(const rt::copy_region* c, std::size_t n) {
     return false;  // nothing queued yet: the copy engines take the batch
   }
   for (std::size_t i = 0; i < n; ++i) {
+    if (empty(c[i])) continue;
     if (c[i].dst_buf) rt::make_resident(*c[i].dst_buf);
     if (c[i].src_buf) rt::make_resident(*c[i].src_buf);
   }
   rt::device_restorer restore;
-  // Copies within one GPU and the packing of strided pieces, on the devices' streams before the
-  // group (the sends follow them in stream order).
+  // The packing of strided pieces, on their sources' streams before the group (the sends follow
+  // in stream order).
   for (std::size_t i = 0; i < n; ++i) {
     const rt::copy_region& r = c[i];
-    if (empty(r)) continue;
-    if (r.src_device == r.dst_device) {
-      rt::set_device(r.dst_device);
-      rt::check_cuda(cudaMemcpy2DAsync(r.dst, r.dst_pitch, r.src, r.src_pitch, r.width, r.height,
-                                       cudaMemcpyDeviceToDevice, stream_of(r.dst_device)),
-                     "cudaMemcpy2DAsync (a piece within a GPU)", r.dst_device);
-    } else if (strided_src(r)) {
+    if (crossing(r) && strided_src(r)) {
       rt::set_device(r.src_device);
       rt::check_cuda(cudaMemcpy2DAsync(const_cast<void*>(send[i]), r.width, r.src, r.src_pitch, r.width, r.height,
                                        cudaMemcpyDeviceToDevice, stream_of(r.src_device)),
@@ -618,13 +615,22 @@ bool exchange(const rt::copy_region* c, std::size_t n) {
               }
               return ncclSuccess;
             });
+  // The unpacking, and the pieces within one GPU, after the group: a GPU's NCCL kernels, which
+  // its peers wait on, do not queue behind its own local copies.
   for (std::size_t i = 0; i < n; ++i) {
     const rt::copy_region& r = c[i];
-    if (!crossing(r) || !strided_dst(r)) continue;
-    rt::set_device(r.dst_device);
-    rt::check_cuda(cudaMemcpy2DAsync(r.dst, r.dst_pitch, recv[i], r.width, r.width, r.height, cudaMemcpyDeviceToDevice,
-                                     stream_of(r.dst_device)),
-                   "cudaMemcpy2DAsync (unpacking a piece)", r.dst_device);
+    if (empty(r)) continue;
+    if (r.src_device == r.dst_device) {
+      rt::set_device(r.dst_device);
+      rt::check_cuda(cudaMemcpy2DAsync(r.dst, r.dst_pitch, r.src, r.src_pitch, r.width, r.height,
+                                       cudaMemcpyDeviceToDevice, stream_of(r.dst_device)),
+                     "cudaMemcpy2DAsync (a piece within a GPU)", r.dst_device);
+    } else if (strided_dst(r)) {
+      rt::set_device(r.dst_device);
+      rt::check_cuda(cudaMemcpy2DAsync(r.dst, r.dst_pitch, recv[i], r.width, r.width, r.height,
+                                       cudaMemcpyDeviceToDevice, stream_of(r.dst_device)),
+                     "cudaMemcpy2DAsync (unpacking a piece)", r.dst_device);
+    }
   }
   return true;
 }
