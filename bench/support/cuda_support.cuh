@@ -313,6 +313,27 @@ inline std::vector<double> reference_ms(Device d, std::size_t n, reference which
 
 // -- the re-shard's pattern in plain CUDA (bench_stencil (2)) ----------------------------------------
 
+// The buffers of an all-to-all of a rows x rows float matrix over `devs` (alltoall_ms,
+// nccl_alltoall_ms): each device's source part (set to a fixed pattern) and destination part,
+// rows x (rows / G) floats each, and the sizes of a part and of one device's piece for another.
+struct alltoall_parts {
+  std::size_t G, cols, block, piece;
+  std::vector<std::unique_ptr<device_buffer>> src, dst;
+  alltoall_parts(const DeviceSet& devs, std::size_t rows, const char* who) : G(devs.size()) {
+    if (G < 2 || rows % G != 0) {
+      throw invalid_argument(std::string("bench: ") + who + " needs 2 or more GPUs and rows divisible by them, found " +
+                             std::to_string(G) + " GPUs and " + std::to_string(rows) + " rows");
+    }
+    cols = rows / G, block = rows * cols * sizeof(float), piece = cols * cols * sizeof(float);
+    for (auto d : devs) {
+      detail::rt::check_free(d.id(), 2 * block + (std::size_t(64) << 20));
+      src.push_back(std::make_unique<device_buffer>(d, block));
+      dst.push_back(std::make_unique<device_buffer>(d, block));
+      check(cudaMemsetAsync(src.back()->get(), 1, block, stream_of(d)), "cudaMemsetAsync", d);
+    }
+  }
+};
+
 // Milliseconds of one all-to-all between the GPUs of `devs` shaped like Tessera's re-shard of a
 // rows x rows float matrix from shard(1) to shard(0) (column-major, as Tessera stores it): device
 // s holds rows x (rows / G), leading dimension rows; device d receives the (rows / G) x (rows / G)
@@ -324,19 +345,10 @@ inline std::vector<double> reference_ms(Device d, std::size_t n, reference which
 // whether the pitch costs bandwidth. The block that stays on its device is a 2-D copy.
 inline std::vector<double> alltoall_ms(const DeviceSet& devs, std::size_t rows, bool pitched, int warmup, int reps,
                                        double spin_us) {
-  const std::size_t G = devs.size();
-  if (G < 2 || rows % G != 0) {
-    throw invalid_argument("bench: alltoall_ms needs 2 or more GPUs and rows divisible by them, found " +
-                           std::to_string(G) + " GPUs and " + std::to_string(rows) + " rows");
-  }
-  const std::size_t cols = rows / G, block = rows * cols * sizeof(float), piece = cols * cols * sizeof(float);
-  std::vector<std::unique_ptr<device_buffer>> src, dst;
-  for (auto d : devs) {
-    detail::rt::check_free(d.id(), 2 * block + (std::size_t(64) << 20));
-    src.push_back(std::make_unique<device_buffer>(d, block));
-    dst.push_back(std::make_unique<device_buffer>(d, block));
-    check(cudaMemsetAsync(src.back()->get(), 1, block, stream_of(d)), "cudaMemsetAsync", d);
-  }
+  alltoall_parts parts(devs, rows, "alltoall_ms");
+  const std::size_t G = parts.G, cols = parts.cols, piece = parts.piece;
+  auto& src = parts.src;
+  auto& dst = parts.dst;
   // Streams and events, released however this ends.
   struct resources {
     const DeviceSet& devs;
@@ -415,19 +427,10 @@ inline std::vector<double> alltoall_ms(const DeviceSet& devs, std::size_t rows, 
 // ncclCommInitAll, destroyed at the end.
 inline std::vector<double> nccl_alltoall_ms(const DeviceSet& devs, std::size_t rows, int warmup, int reps,
                                             double spin_us) {
-  const std::size_t G = devs.size();
-  if (G < 2 || rows % G != 0) {
-    throw invalid_argument("bench: nccl_alltoall_ms needs 2 or more GPUs and rows divisible by them, found " +
-                           std::to_string(G) + " GPUs and " + std::to_string(rows) + " rows");
-  }
-  const std::size_t cols = rows / G, block = rows * cols * sizeof(float), piece = cols * cols * sizeof(float);
-  std::vector<std::unique_ptr<device_buffer>> src, dst;
-  for (auto d : devs) {
-    detail::rt::check_free(d.id(), 2 * block + (std::size_t(64) << 20));
-    src.push_back(std::make_unique<device_buffer>(d, block));
-    dst.push_back(std::make_unique<device_buffer>(d, block));
-    check(cudaMemsetAsync(src.back()->get(), 1, block, stream_of(d)), "cudaMemsetAsync", d);
-  }
+  alltoall_parts parts(devs, rows, "nccl_alltoall_ms");
+  const std::size_t G = parts.G, cols = parts.cols, piece = parts.piece;
+  auto& src = parts.src;
+  auto& dst = parts.dst;
   struct comms {
     std::vector<ncclComm_t> c;
     ~comms() {
