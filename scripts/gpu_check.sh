@@ -15,8 +15,9 @@
 # `mgrace [WAVES [BASE_TREE]]`: test_solver's repeated split cholesky in 8 processes at once, WAVES
 # times (default 4; MGRACE_REPEAT factors per size each, default 3), with GPU 0 kept busy, printing
 # every wrong factor's message; BASE_TREE's first.
-# `reshard`: bench_stencil's re-shard and bench_fft's fft2 with each copy schedule (TESSERA_PEER_STREAMS=0: one stream per destination; 1, the default: one per pair).
-# Usage: bash scripts/gpu_check.sh [tests|bench|all|multi|suite|stress [N]|mgrace [WAVES [BASE_TREE]]|reshard|ab BASE_TREE]
+# `peer`: the copy tests with each opt-in path between GPUs (pushed, pushed by kernels, NCCL), then
+# bench_stencil's re-shard and bench_fft's fft2 with the default and each of them.
+# Usage: bash scripts/gpu_check.sh [tests|bench|all|multi|suite|stress [N]|mgrace [WAVES [BASE_TREE]]|peer|ab BASE_TREE]
 set -uo pipefail
 ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 OUT=${OUT:-/tmp/tessera-out}
@@ -181,21 +182,29 @@ while True: x*=1.0000001; y=x[:1024]*2"
   done
   [ -n "$load_pid" ] && kill "$load_pid" 2> /dev/null
 fi
-if [ "$what" = reshard ]; then
-  # Issue 22 item 2: re-sharding with the rotated order on one stream per destination (the default)
-  # against one stream per (destination, source) pair (TESSERA_PEER_STREAMS=1), bench_stencil's
-  # row (2) and bench_fft's fft2 over all GPUs, twice each, alternating.
+if [ "$what" = peer ]; then
+  # Issue 22 item 2: the copy paths between GPUs. test_copy, test_halo and test_placement on the
+  # GPUs with each opt-in path (TESSERA_PEER_PUSH=1, the same with kernel copies, TESSERA_PEER_NCCL=1),
+  # then bench_stencil's re-shard row (2) and bench_fft's fft2 over all GPUs with the default and
+  # each opt-in, on one machine.
   source "$ROOT/scripts/common.sh"
   set +e
   configure > "$OUT/configure.log" 2>&1 || { tail -n 30 "$OUT/configure.log"; exit 1; }
-  cmake --build "$BUILD_DIR" --target bench_stencil bench_fft -j "$(nproc)" > "$OUT/reshard_build.log" 2>&1 ||
-    { grep -E "error" "$OUT/reshard_build.log" | head -20; exit 1; }
-  for round in 1 2; do
-    for streams in 0 1; do
-      echo "== round $round, TESSERA_PEER_STREAMS=$streams"
-      TESSERA_PEER_STREAMS=$streams "$BUILD_DIR/bench_stencil" 2>&1 | grep -E "re-shard|peer copy vs" | tail -n 3
-      TESSERA_PEER_STREAMS=$streams "$BUILD_DIR/bench_fft" --reps 5 2>&1 | grep -E "^  \(2\) fft2" | tail -n 1
+  cmake --build "$BUILD_DIR" --target bench_stencil bench_fft test_copy test_halo test_placement -j "$(nproc)" \
+    > "$OUT/peer_build.log" 2>&1 || { grep -E "error" "$OUT/peer_build.log" | head -20; exit 1; }
+  variants=("" "TESSERA_PEER_PUSH=1" "TESSERA_PEER_PUSH=1 TESSERA_PEER_KERNEL=2" "TESSERA_PEER_NCCL=1")
+  for v in "${variants[@]:1}"; do
+    for t in test_copy test_halo test_placement; do
+      log=$(env $v TESSERA_BACKEND=cuda timeout 120 "$BUILD_DIR/$t" 2>&1)
+      rc=$?
+      echo "== $t with $v: rc $rc, $(echo "$log" | tail -n 1)"
+      [ $rc = 0 ] || { status=1; echo "$log" | grep -E "ERROR|error" | head -n 5; }
     done
+  done
+  for v in "${variants[@]}"; do
+    echo "== ${v:-default}"
+    env $v "$BUILD_DIR/bench_stencil" 2>&1 | grep -E "^  \(2\) (copyto|re-shard)|GB/s per device" | tail -n 7
+    env $v "$BUILD_DIR/bench_fft" --reps 5 2>&1 | grep -E "^  \(2\) fft2" | tail -n 1
   done
 fi
 if [ "$what" = ab ]; then

@@ -16,6 +16,7 @@
 
 namespace tessera::detail::rt {
 class buffer_list;
+struct copy_region;
 }
 
 namespace tessera::detail::comm {
@@ -36,5 +37,17 @@ void broadcast(const int* devices, int n, int root, const void* const* send, voi
 // recv[r][i] = op over q of send[q][r * count + i], i < count.
 void reduce_scatter(const int* devices, int n, const void* const* send, void* const* recv, std::size_t count,
                     dtype t, op o, const rt::buffer_list* uses = nullptr);
+
+// A batch of copies (copy_into's regions, as rt::copy_between_many takes them) moved as one NCCL
+// group of sends and receives when TESSERA_PEER_NCCL=1 (opt-in, off by default): every region
+// between two GPUs of this process is sent whole, a strided one packed on its source and unpacked
+// on its destination through staging from the memory cache, and a region within one GPU is copied
+// there after the group, all on the devices' main streams (hide_communication's copies keep their
+// own path). Returns false, having queued nothing, when the option is off or the batch does not
+// qualify (a host device, another rank's device, a GPU listed by several ranks, a capture or a
+// recording, no copy between two GPUs, staging that does not fit); the caller then copies as
+// usual. Like the collectives it is one NCCL group: other threads must
+// not queue cross-device waits on these GPUs meanwhile.
+bool exchange(const rt::copy_region* regions, std::size_t n);
 
 }  // namespace tessera::detail::comm

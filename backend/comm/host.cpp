@@ -412,4 +412,13 @@ void reduce_scatter(const int* devices, int n, const void* const* send, void* co
   host_reduce_scatter(n, send, recv, count, t, o);
 }
 
+bool exchange(const rt::copy_region* regions, std::size_t n) {
+#if TESSERA_HAS_CUDA
+  return nccl::exchange(regions, n);
+#else
+  (void)regions, (void)n;
+  return false;
+#endif
+}
+
 }  // namespace tessera::detail::comm

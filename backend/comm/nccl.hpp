@@ -7,6 +7,10 @@
 
 #include <cstddef>
 
+namespace tessera::detail::rt {
+struct copy_region;
+}
+
 namespace tessera::detail::comm::nccl {
 
 void allgather(const int* devices, int n, const void* const* send, void* const* recv, std::size_t bytes);
@@ -15,5 +19,7 @@ void allreduce(const int* devices, int n, const void* const* send, void* const* 
 void broadcast(const int* devices, int n, int root, const void* const* send, void* const* recv, std::size_t bytes);
 void reduce_scatter(const int* devices, int n, const void* const* send, void* const* recv, std::size_t count,
                     dtype t, op o);
+// comm::exchange on GPUs (comm.hpp).
+bool exchange(const rt::copy_region* regions, std::size_t n);
 
 }  // namespace tessera::detail::comm::nccl

@@ -48,6 +48,107 @@ int peer_kernel_mode() {
   return mode;
 }
 
+// Whether copies between GPUs are pushed by their sources (TESSERA_PEER_PUSH=1; off by default):
+// each piece is issued on a stream of the source device (its pair stream for that destination),
+// so a kernel copy (TESSERA_PEER_KERNEL) runs on the source's SMs, reading locally and writing
+// over NVLink, as NCCL's transport does, and a copy-engine copy runs on the source's engines.
+// Measured beside the pulled copies by bench_stencil (2) (docs/performance.md).
+bool peer_push_enabled() {
+  static const bool on = [] {
+    const char* v = std::getenv("TESSERA_PEER_PUSH");
+    return v != nullptr && std::atoi(v) != 0;
+  }();
+  return on;
+}
+
+// The pushed form of copy_peers (no ticket, not captured, every pair over NVLink both ways): each
+// source waits for the queued work of itself and of each destination it writes (their events),
+// issues its pieces per destination on its pair stream for that destination (its main stream on 2
+// GPUs or with TESSERA_PEER_STREAMS=0), in rotated order; once all are queued, both main streams
+// of each pair wait for that pair's event.
+void push_peers(const copy_region* c, std::size_t n) {
+  const auto G = static_cast<std::size_t>(get().gpu_count);
+  std::vector<int> devices;
+  for (std::size_t i = 0; i < n; ++i)
+    for (int d : {c[i].src_device, c[i].dst_device})
+      if (std::find(devices.begin(), devices.end(), d) == devices.end()) devices.push_back(d);
+  std::vector<cudaEvent_t> events;
+  struct releaser {
+    std::vector<cudaEvent_t>& ev;
+    ~releaser() {
+      for (auto e : ev)
+        if (e) (void)cudaEventDestroy(e);
+    }
+  } release{events};
+  auto record = [&](int device, cudaStream_t st) {
+    events.push_back(nullptr);
+    cuda_check(cudaEventCreateWithFlags(&events.back(), cudaEventDisableTiming), "cudaEventCreateWithFlags", device);
+    cuda_check(cudaEventRecord(events.back(), st), "cudaEventRecord", device);
+    return events.back();
+  };
+  auto main_stream = [](int d) { return static_cast<cudaStream_t>(stream(d)); };
+  std::vector<cudaEvent_t> ready(G, nullptr);
+  for (int d : devices) {
+    device_guard guard(d);
+    ready[static_cast<std::size_t>(d)] = record(d, main_stream(d));
+  }
+  const int gpus = get().gpu_count;
+  struct join {
+    int src, dst;
+    cudaEvent_t done;
+    cudaStream_t on;
+  };
+  std::vector<join> joins;
+  for (int s : devices) {
+    std::vector<std::size_t> mine;
+    for (std::size_t i = 0; i < n; ++i)
+      if (c[i].src_device == s) mine.push_back(i);
+    if (mine.empty()) continue;
+    auto turn = [&](std::size_t i) { return ((c[i].dst_device - s) % gpus + gpus) % gpus; };
+    std::stable_sort(mine.begin(), mine.end(), [&](std::size_t x, std::size_t y) { return turn(x) < turn(y); });
+    for (std::size_t k = 0; k < mine.size();) {
+      const int d = c[mine[k]].dst_device;
+      {
+        device_guard guard(s);
+        const auto& pair_streams = gpu(s).peer_streams;
+        const cudaStream_t ps = pair_streams.empty() ? main_stream(s) : pair_streams[static_cast<std::size_t>(d)];
+        cuda_check(cudaStreamWaitEvent(ps, ready[static_cast<std::size_t>(s)], 0), "cudaStreamWaitEvent", s);
+        cuda_check(cudaStreamWaitEvent(ps, ready[static_cast<std::size_t>(d)], 0), "cudaStreamWaitEvent", s);
+        for (; k < mine.size() && c[mine[k]].dst_device == d; ++k) {
+          const copy_region& r = c[mine[k]];
+          const int mode = peer_kernel_mode();
+          if ((mode >= 2 || (mode == 1 && r.height > 1)) &&
+              cuda::pitched_copy(s, ps, r.dst, r.dst_pitch, r.src, r.src_pitch, r.width, r.height))
+            continue;
+          if (r.height == 1) {
+            cuda_check(cudaMemcpyPeerAsync(r.dst, d, r.src, s, r.width, ps), "cudaMemcpyPeerAsync (pushed)", s);
+            continue;
+          }
+          cudaMemcpy3DPeerParms p{};
+          p.srcPtr = make_cudaPitchedPtr(const_cast<void*>(r.src), r.src_pitch, r.width, r.height);
+          p.srcDevice = info(s).ordinal;
+          p.dstPtr = make_cudaPitchedPtr(r.dst, r.dst_pitch, r.width, r.height);
+          p.dstDevice = info(d).ordinal;
+          p.extent = make_cudaExtent(r.width, r.height, 1);
+          cuda_check(cudaMemcpy3DPeerAsync(&p, ps), "cudaMemcpy3DPeerAsync (pushed)", s);
+        }
+        joins.push_back({s, d, record(s, ps), ps});
+      }
+    }
+  }
+  // Every piece is queued before any main stream waits: on one stream per source (2 GPUs, or
+  // TESSERA_PEER_STREAMS=0) a wait queued mid-batch would hold back that device's own pushes.
+  for (const auto& j : joins) {
+    {
+      device_guard guard(j.src);
+      if (j.on != main_stream(j.src))
+        cuda_check(cudaStreamWaitEvent(main_stream(j.src), j.done, 0), "cudaStreamWaitEvent", j.src);
+    }
+    device_guard guard(j.dst);
+    cuda_check(cudaStreamWaitEvent(main_stream(j.dst), j.done, 0), "cudaStreamWaitEvent", j.dst);
+  }
+}
+
 // Copies between distinct GPUs of this process, all at once: one event per source device marks
 // the work queued before the batch, each destination's stream waits for the sources it reads
 // and then copies (a peer copy, or a 3-D peer copy for rows at a pitch), and each source's stream
@@ -59,6 +160,16 @@ int peer_kernel_mode() {
 void copy_peers(const copy_region* c, std::size_t n, copy_ticket* ticket) {
   if (capture_links_devices()) return;  // an independent capture: recorded again, jointly
   const bool captured = capturing();
+  if (!captured && ticket == nullptr && peer_push_enabled()) {
+    // A pushed kernel copy needs the source's access to the destination, a pulled one the reverse.
+    bool nvlink = true;
+    auto path = [](int a, int b) { return get().paths[static_cast<std::size_t>(a * get().gpu_count + b)]; };
+    for (std::size_t i = 0; i < n; ++i)
+      nvlink = nvlink && c[i].src_device != c[i].dst_device &&
+               path(c[i].dst_device, c[i].src_device) == copy_path::nvlink &&
+               path(c[i].src_device, c[i].dst_device) == copy_path::nvlink;
+    if (nvlink) return push_peers(c, n);
+  }
   std::vector<int> srcs, dsts;
   auto add = [](std::vector<int>& v, int d) {
     if (std::find(v.begin(), v.end(), d) == v.end()) v.push_back(d);

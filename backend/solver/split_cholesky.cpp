@@ -8,7 +8,9 @@
 //   - each GPU subtracts the panel's outer product from its later tiles (cuBLAS gemm, one per tile,
 //     on the tile's lower trapezoid).
 // The owner of tile k + 1 updates that tile first and factors it at once (a one-step look-ahead),
-// so the next panel is on its way while the other tiles of step k are updated.
+// so the next panel is ready while the owner updates its other tiles of step k; a receiving GPU
+// copies it on its one stream, after its own updates of step k (a copy stream and two panel
+// buffers would overlap that copy too).
 // Everything runs on Tessera's streams, ordered across GPUs by one event per GPU; the host waits
 // once, at the end, to read each step's info. cusolverMgPotrf, which ran this before, returned a
 // factor about 1% wrong in the later tiles when the GPUs were shared with other processes
@@ -131,6 +133,7 @@ void factor(const MgSolveTask& t) {
     rt::check_cuda(cudaEventRecord(o.factored, o.stream), "cudaEventRecord (a factored tile)", o.device);
   };
 
+  std::vector<std::vector<int>> infos(static_cast<std::size_t>(G));
   try {
     if (blocks > 0) factor_tile(0);
     for (std::int64_t k = 0; k < blocks; ++k) {
@@ -146,10 +149,13 @@ void factor(const MgSolveTask& t) {
           // only in step k + G - 1 >= k + 1: this wait sees tile k's.
           rt::check_cuda(cudaStreamWaitEvent(p.stream, owner(k).factored, 0), "cudaStreamWaitEvent (a panel)",
                          p.device);
+          // Rows k * nb.. of the tile (the updates read rows (k + 1) * nb.. of it; the diagonal
+          // block comes along, as in the version measured on the GPUs).
           const std::size_t pitch = static_cast<std::size_t>(n) * sizeof(T);
+          const std::int64_t from = k * nb;
           T* dst = static_cast<T*>(p.panel);
-          rt::check_cuda(cudaMemcpy2DAsync(dst + k * nb, pitch, column(k) + k * nb, pitch,
-                                           static_cast<std::size_t>(n - k * nb) * sizeof(T),
+          rt::check_cuda(cudaMemcpy2DAsync(dst + from, pitch, column(k) + from, pitch,
+                                           static_cast<std::size_t>(n - from) * sizeof(T),
                                            static_cast<std::size_t>(width(k)), cudaMemcpyDefault, p.stream),
                          "cudaMemcpy2DAsync (a panel from another GPU)", p.device);
           panel = dst;
@@ -167,25 +173,28 @@ void factor(const MgSolveTask& t) {
         }
       }
     }
-  } catch (...) {
-    // Queued copies read other GPUs' tiles, which the caller frees once this throws.
-    for (auto& p : parts) {
+    for (int g = 0; g < G; ++g) {
+      gpu_part& p = parts[static_cast<std::size_t>(g)];
+      auto& v = infos[static_cast<std::size_t>(g)];
+      v.assign(p.info_bytes / sizeof(int), 0);
       rt::set_device(p.device);
-      (void)cudaStreamSynchronize(p.stream);
+      rt::check_cuda(cudaMemcpyAsync(v.data(), p.info, p.info_bytes, cudaMemcpyDeviceToHost, p.stream),
+                     "cudaMemcpyAsync (info)", p.device);
+    }
+    for (auto& p : parts) rt::synchronize_device(p.device);
+  } catch (...) {
+    // Queued copies read other GPUs' tiles, which the caller frees once this throws: every stream
+    // is drained first, whatever fails on the way.
+    for (auto& p : parts) {
+      try {
+        rt::set_device(p.device);
+        (void)cudaStreamSynchronize(p.stream);
+      } catch (...) {
+      }
     }
     throw;
   }
 
-  std::vector<std::vector<int>> infos(static_cast<std::size_t>(G));
-  for (int g = 0; g < G; ++g) {
-    gpu_part& p = parts[static_cast<std::size_t>(g)];
-    auto& v = infos[static_cast<std::size_t>(g)];
-    v.assign(p.info_bytes / sizeof(int), 0);
-    rt::set_device(p.device);
-    rt::check_cuda(cudaMemcpyAsync(v.data(), p.info, p.info_bytes, cudaMemcpyDeviceToHost, p.stream),
-                   "cudaMemcpyAsync (info)", p.device);
-  }
-  for (auto& p : parts) rt::synchronize_device(p.device);
   // After a block that is not positive definite the later ones hold whatever followed: the first
   // one names the leading minor, as LAPACK's info does.
   *t.info = 0;

@@ -8,6 +8,7 @@
 // strided, copied by rt::copy_between, unpacked on the destination's device). Nothing else in the
 // library moves data between devices.
 #pragma once
+#include <backend/comm/comm.hpp>
 #include <tessera/assign.hpp>
 
 #include <memory>
@@ -183,7 +184,7 @@ void copy_into(const Layout<T, N>& dst, const Layout<T, N>& src, rt::copy_ticket
   // copies in both directions together) and in any order against the packed ones above.
   if (async) {
     rt::start_copies(batch.data(), batch.size(), *async);
-  } else {
+  } else if (!comm::exchange(batch.data(), batch.size())) {  // NCCL only with TESSERA_PEER_NCCL=1
     rt::copy_between_many(batch.data(), batch.size());
   }
 }

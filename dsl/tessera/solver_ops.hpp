@@ -96,7 +96,7 @@ int run_over_gpus(mg_tiles<T>& m, const Layout<T, 2>& a, rt::buffer* x, const ch
   if (x != nullptr) jobs[0].uses.add(x);
   execute(jobs);
   if (info < 0) {
-    throw backend_error("tessera: cusolverMg's factorization rejected its argument " + std::to_string(-info) + " in " +
+    throw backend_error("tessera: the multi-GPU factorization rejected its argument " + std::to_string(-info) + " in " +
                         what);
   }
   return info;
