@@ -15,8 +15,9 @@
 # `mgrace [WAVES [BASE_TREE]]`: test_solver's repeated split cholesky in 8 processes at once, WAVES
 # times (default 4; MGRACE_REPEAT factors per size each, default 3), with GPU 0 kept busy, printing
 # every wrong factor's message; BASE_TREE's first.
-# `peer`: the copy tests with each opt-in path between GPUs (pushed, pushed by kernels, NCCL), then
-# bench_stencil's re-shard and bench_fft's fft2 with the default and each of them.
+# `peer`: the copy tests (default and forced NCCL copies), then bench_stencil's re-shard and
+# bench_fft's fft2 with the default, the copy engines and other NCCL chunk sizes (PEER_VARIANTS adds
+# more: space-separated VAR=value words, one setting per variant).
 # Usage: bash scripts/gpu_check.sh [tests|bench|all|multi|suite|stress [N]|mgrace [WAVES [BASE_TREE]]|peer|ab BASE_TREE]
 set -uo pipefail
 ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
@@ -183,24 +184,20 @@ while True: x*=1.0000001; y=x[:1024]*2"
   [ -n "$load_pid" ] && kill "$load_pid" 2> /dev/null
 fi
 if [ "$what" = peer ]; then
-  # Issue 22 item 2: the copy paths between GPUs. test_copy, test_halo and test_placement on the
-  # GPUs with each opt-in path (TESSERA_PEER_PUSH=1, the same with kernel copies, TESSERA_PEER_NCCL=1),
-  # then bench_stencil's re-shard row (2) and bench_fft's fft2 over all GPUs with the default and
-  # each opt-in, on one machine.
+  # Issue 22 item 2: the copy paths between GPUs. The copy tests through ctest (their `.cuda` runs
+  # take NCCL for large batches by default, their `.nccl` runs for every batch in 1 MiB chunks),
+  # then bench_stencil's re-shard row (2) and bench_fft's fft2 over all GPUs with the default, the
+  # copy engines (TESSERA_PEER_NCCL=0) and other NCCL chunk sizes, on one machine.
   source "$ROOT/scripts/common.sh"
   set +e
   configure > "$OUT/configure.log" 2>&1 || { tail -n 30 "$OUT/configure.log"; exit 1; }
-  cmake --build "$BUILD_DIR" --target bench_stencil bench_fft test_copy test_halo test_placement -j "$(nproc)" \
-    > "$OUT/peer_build.log" 2>&1 || { grep -E "error" "$OUT/peer_build.log" | head -20; exit 1; }
-  variants=("" "TESSERA_PEER_PUSH=1" "TESSERA_PEER_PUSH=1 TESSERA_PEER_KERNEL=2" "TESSERA_PEER_NCCL=1")
-  for v in "${variants[@]:1}"; do
-    for t in test_copy test_halo test_placement; do
-      log=$(env $v TESSERA_BACKEND=cuda timeout 120 "$BUILD_DIR/$t" 2>&1)
-      rc=$?
-      echo "== $t with $v: rc $rc, $(echo "$log" | tail -n 1)"
-      [ $rc = 0 ] || { status=1; echo "$log" | grep -E "ERROR|error" | head -n 5; }
-    done
-  done
+  cmake --build "$BUILD_DIR" --target bench_stencil bench_fft test_copy test_halo test_placement test_fft_distributed \
+    -j "$(nproc)" > "$OUT/peer_build.log" 2>&1 || { grep -E "error" "$OUT/peer_build.log" | head -20; exit 1; }
+  (cd "$BUILD_DIR" && ctest -R "^test_(copy|halo|placement|fft_distributed)\.(cuda|nccl)$" -j 4 --output-on-failure) \
+    > "$OUT/peer_ctest.log" 2>&1 || status=1
+  grep -E "tests passed|Failed|\*\*\*" "$OUT/peer_ctest.log" | tail -n 12
+  variants=("" "TESSERA_PEER_NCCL=0" "TESSERA_PEER_NCCL_CHUNK_MB=16" "TESSERA_PEER_NCCL_CHUNK_MB=1024"
+            ${PEER_VARIANTS:-})
   for v in "${variants[@]}"; do
     echo "== ${v:-default}"
     env $v "$BUILD_DIR/bench_stencil" 2>&1 | grep -E "^  \(2\) (copyto|re-shard)|GB/s per device" | tail -n 7

@@ -81,3 +81,26 @@ TEST_CASE("copy and copyto to an unknown device are named errors and leave the s
     check_equal(to_host(a), v);
   }
 }
+
+// Large enough (over 32 MiB crossing between GPUs) that on 3 or more GPUs the re-shard goes as NCCL
+// sends and receives by default (comm::exchange): pieces packed on the sources (columns -> rows),
+// unpacked on the destinations (rows -> columns), and from a stepped view. The `.nccl` ctest
+// variant forces that path with 1 MiB chunks, so every size here runs in several chunks.
+TEST_CASE("large re-shards between every split match the source element by element") {
+  for (const auto& ds : device_sets()) {
+    const index_t m = 4097, n = 4099;  // odd: uneven blocks and 4-byte rows
+    const auto v = random_values<float>(static_cast<std::size_t>(m * n));
+    const Array<float, 2> cols = from_host(v, {m, n}, shard(1, ds));
+    INFO("device set " << set_name(ds));
+    const Array<float, 2> rows = copy(cols, shard(0, ds));
+    check_equal(to_host(rows), v);
+    check_equal(to_host(copy(rows, shard(1, ds))), v);
+    auto stepped = cols(range(0, m, 2), range(n - 1, -1, -1));  // every other row, columns reversed
+    const auto want = to_host(stepped);
+    check_equal(to_host(copy(stepped, shard(0, ds))), want);
+    check_equal(to_host(cols), v);  // intact
+    const auto w = random_values<double>(static_cast<std::size_t>(2049 * 2051));
+    const Array<double, 2> d = from_host(w, {2049, 2051}, shard(0, ds));
+    check_equal(to_host(copy(d, shard(1, ds))), w);
+  }
+}

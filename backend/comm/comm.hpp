@@ -38,16 +38,18 @@ void broadcast(const int* devices, int n, int root, const void* const* send, voi
 void reduce_scatter(const int* devices, int n, const void* const* send, void* const* recv, std::size_t count,
                     dtype t, op o, const rt::buffer_list* uses = nullptr);
 
-// A batch of copies (copy_into's regions, as rt::copy_between_many takes them) moved as one NCCL
-// group of sends and receives when TESSERA_PEER_NCCL=1 (opt-in, off by default): every region
-// between two GPUs of this process is sent whole, a strided one packed on its source and unpacked
-// on its destination through staging from the memory cache, and a region within one GPU is copied
-// there after the group, all on the devices' main streams (hide_communication's copies keep their
-// own path). Returns false, having queued nothing, when the option is off or the batch does not
-// qualify (a host device, another rank's device, a GPU listed by several ranks, a capture or a
-// recording, no copy between two GPUs, staging that does not fit); the caller then copies as
-// usual. Like the collectives it is one NCCL group: other threads must
-// not queue cross-device waits on these GPUs meanwhile.
+// A batch of copies (copy_into's regions, as rt::copy_between_many takes them) moved by NCCL sends
+// and receives (backend/comm/nccl_exchange.cpp): by default a batch that crosses between 3 or more
+// GPUs and moves at least 32 MiB (a re-shard, an FFT's transpose; not a halo), with
+// TESSERA_PEER_NCCL=1 every batch, with 0 none. A strided region is packed on its source (or
+// unpacked on its destination) through staging from the memory cache, chunk by chunk on the GPUs'
+// side streams behind one NCCL group per chunk; a region within one GPU is copied on its side
+// stream. The main streams join their side streams at the end (hide_communication's copies keep
+// their own path). Returns false, having queued nothing, when the batch does not qualify (a host
+// device, another rank's device, a GPU listed by several ranks, a capture or a recording, no copy
+// between two GPUs, staging that does not fit); the caller then copies as usual. Like the
+// collectives it is NCCL groups: other threads must not queue cross-device waits on these GPUs
+// meanwhile.
 bool exchange(const rt::copy_region* regions, std::size_t n);
 
 }  // namespace tessera::detail::comm

@@ -47,7 +47,6 @@
 #if TESSERA_HAS_CUDA
 #include <nccl.h>
 
-#include <algorithm>
 #include <chrono>
 #include <cstdlib>
 #include <cstring>
@@ -515,124 +514,26 @@ void reduce_scatter(const int* devices, int n, const void* const* send, void* co
   });
 }
 
-namespace {
-
-bool peer_nccl_enabled() {
-  static const bool on = [] {
-    const char* v = std::getenv("TESSERA_PEER_NCCL");
-    return v != nullptr && std::atoi(v) != 0;
-  }();
-  return on;
-}
-
-// A staging block from the memory cache, returned in the order of its device's stream.
-struct staging {
-  int device;
-  std::size_t bytes;
-  void* p;
-  staging(int d, std::size_t b) : device(d), bytes(b), p(rt::allocate(d, b, memory::device)) {}
-  ~staging() { rt::deallocate(device, p, bytes, memory::device); }
-  staging(const staging&) = delete;
-  staging& operator=(const staging&) = delete;
-};
-
-}  // namespace
-
-bool exchange(const rt::copy_region* c, std::size_t n) {
-  if (!peer_nccl_enabled() || rt::capturing() || rt::recording()) return false;
-  auto empty = [](const rt::copy_region& r) { return r.width == 0 || r.height == 0; };
-  // Only GPUs private to this process: a device listed by several ranks (shared) would make the
-  // group span ranks, which every rank would have to join. The communicators are keyed by the
-  // GPUs that pieces cross between, not by those with pieces within one GPU only.
-  std::vector<int> devices;
-  for (std::size_t i = 0; i < n; ++i) {
-    if (empty(c[i])) continue;
-    for (int d : {c[i].src_device, c[i].dst_device}) {
-      if (rt::info(d).kind != device_kind::cuda || rt::is_remote(d) || rt::is_shared(d)) return false;
-      if (c[i].src_device != c[i].dst_device && std::find(devices.begin(), devices.end(), d) == devices.end())
-        devices.push_back(d);
+void send_recv(const int* devices, int n, const p2p_op* ops, std::size_t count, const char* what) {
+  auto rank = [&](int d) {
+    for (int r = 0; r < n; ++r)
+      if (devices[r] == d) return r;
+    throw invalid_argument("tessera: internal: " + std::string(what) + ": device " + std::to_string(d) +
+                           " is not among " + device_list(devices, n));
+  };
+  // Ranks resolved first: nothing may throw inside the group.
+  std::vector<int> peer(count);
+  for (std::size_t i = 0; i < count; ++i) peer[i] = rank(ops[i].peer), (void)rank(ops[i].device);
+  run_group(what, devices, n, 0, [&](int r, ncclComm_t comm, cudaStream_t st) {
+    for (std::size_t i = 0; i < count; ++i) {
+      const p2p_op& o = ops[i];
+      if (o.device != devices[r] || o.bytes == 0) continue;
+      const ncclResult_t e = o.send ? ncclSend(o.buf, o.bytes, ncclChar, peer[i], comm, st)
+                                    : ncclRecv(o.buf, o.bytes, ncclChar, peer[i], comm, st);
+      if (e != ncclSuccess) return e;
     }
-  }
-  if (devices.empty()) return false;
-  std::sort(devices.begin(), devices.end());
-  auto rank = [&](int d) { return static_cast<int>(std::lower_bound(devices.begin(), devices.end(), d) - devices.begin()); };
-  auto crossing = [&](const rt::copy_region& r) { return !empty(r) && r.src_device != r.dst_device; };
-  // NCCL moves contiguous bytes: rows at a pitch other than their width go through staging.
-  auto strided_src = [](const rt::copy_region& r) { return r.height > 1 && r.src_pitch != r.width; };
-  auto strided_dst = [](const rt::copy_region& r) { return r.height > 1 && r.dst_pitch != r.width; };
-  std::vector<std::unique_ptr<staging>> blocks;
-  std::vector<const void*> send(n, nullptr);
-  std::vector<void*> recv(n, nullptr);
-  try {
-    for (std::size_t i = 0; i < n; ++i) {
-      const rt::copy_region& r = c[i];
-      if (!crossing(r)) continue;
-      const std::size_t bytes = r.width * r.height;
-      send[i] = r.src;
-      recv[i] = r.dst;
-      if (strided_src(r)) send[i] = blocks.emplace_back(std::make_unique<staging>(r.src_device, bytes))->p;
-      if (strided_dst(r)) recv[i] = blocks.emplace_back(std::make_unique<staging>(r.dst_device, bytes))->p;
-    }
-  } catch (const out_of_memory&) {
-    return false;  // nothing queued yet: the copy engines take the batch
-  }
-  for (std::size_t i = 0; i < n; ++i) {
-    if (empty(c[i])) continue;
-    if (c[i].dst_buf) rt::make_resident(*c[i].dst_buf);
-    if (c[i].src_buf) rt::make_resident(*c[i].src_buf);
-  }
-  rt::device_restorer restore;
-  // The packing of strided pieces, on their sources' streams before the group (the sends follow
-  // in stream order).
-  for (std::size_t i = 0; i < n; ++i) {
-    const rt::copy_region& r = c[i];
-    if (crossing(r) && strided_src(r)) {
-      rt::set_device(r.src_device);
-      rt::check_cuda(cudaMemcpy2DAsync(const_cast<void*>(send[i]), r.width, r.src, r.src_pitch, r.width, r.height,
-                                       cudaMemcpyDeviceToDevice, stream_of(r.src_device)),
-                     "cudaMemcpy2DAsync (packing a piece)", r.src_device);
-    }
-  }
-  // Sends and receives between one pair of ranks match in the order they are queued: both sides
-  // walk the regions in the same order.
-  run_group("ncclSend/ncclRecv (copies between GPUs)", devices.data(), static_cast<int>(devices.size()), 0,
-            [&](int k, ncclComm_t comm, cudaStream_t st) {
-              const int me = devices[static_cast<std::size_t>(k)];
-              for (std::size_t i = 0; i < n; ++i) {
-                const rt::copy_region& r = c[i];
-                if (!crossing(r)) continue;
-                const std::size_t bytes = r.width * r.height;
-                if (r.src_device == me) {
-                  if (const ncclResult_t e = ncclSend(send[i], bytes, ncclChar, rank(r.dst_device), comm, st);
-                      e != ncclSuccess)
-                    return e;
-                }
-                if (r.dst_device == me) {
-                  if (const ncclResult_t e = ncclRecv(recv[i], bytes, ncclChar, rank(r.src_device), comm, st);
-                      e != ncclSuccess)
-                    return e;
-                }
-              }
-              return ncclSuccess;
-            });
-  // The unpacking, and the pieces within one GPU, after the group: a GPU's NCCL kernels, which
-  // its peers wait on, do not queue behind its own local copies.
-  for (std::size_t i = 0; i < n; ++i) {
-    const rt::copy_region& r = c[i];
-    if (empty(r)) continue;
-    if (r.src_device == r.dst_device) {
-      rt::set_device(r.dst_device);
-      rt::check_cuda(cudaMemcpy2DAsync(r.dst, r.dst_pitch, r.src, r.src_pitch, r.width, r.height,
-                                       cudaMemcpyDeviceToDevice, stream_of(r.dst_device)),
-                     "cudaMemcpy2DAsync (a piece within a GPU)", r.dst_device);
-    } else if (strided_dst(r)) {
-      rt::set_device(r.dst_device);
-      rt::check_cuda(cudaMemcpy2DAsync(r.dst, r.dst_pitch, recv[i], r.width, r.width, r.height,
-                                       cudaMemcpyDeviceToDevice, stream_of(r.dst_device)),
-                     "cudaMemcpy2DAsync (unpacking a piece)", r.dst_device);
-    }
-  }
-  return true;
+    return ncclSuccess;
+  });
 }
 
 }  // namespace tessera::detail::comm::nccl

@@ -19,7 +19,20 @@ void allreduce(const int* devices, int n, const void* const* send, void* const* 
 void broadcast(const int* devices, int n, int root, const void* const* send, void* const* recv, std::size_t bytes);
 void reduce_scatter(const int* devices, int n, const void* const* send, void* const* recv, std::size_t count,
                     dtype t, op o);
-// comm::exchange on GPUs (comm.hpp).
+
+// One send or receive of `bytes` contiguous bytes by `device` to or from `peer`.
+struct p2p_op {
+  int device;
+  int peer;
+  bool send;
+  void* buf;
+  std::size_t bytes;
+};
+// One NCCL group of sends and receives among `devices` (GPUs of this process, each listed once),
+// queued on their streams. The operations between one pair match in the order given.
+void send_recv(const int* devices, int n, const p2p_op* ops, std::size_t count, const char* what);
+
+// comm::exchange on GPUs (comm.hpp), built on send_recv (nccl_exchange.cpp).
 bool exchange(const rt::copy_region* regions, std::size_t n);
 
 }  // namespace tessera::detail::comm::nccl

@@ -338,6 +338,14 @@ void* stream(int device_id) {
   return nullptr;
 }
 
+void* side_stream(int device_id) {
+  (void)info(device_id);
+#if TESSERA_HAS_CUDA
+  if (is_gpu(get(), device_id)) return gpu(device_id).copy_stream;
+#endif
+  return nullptr;
+}
+
 void set_device(int device_id) {
 #if TESSERA_HAS_CUDA
   if (device_id >= 0 && device_id < get().gpu_count) {

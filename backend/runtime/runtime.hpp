@@ -137,6 +137,10 @@ void* host_access(buffer& b);
 // -- streams ------------------------------------------------------------------------------
 // The device's stream as an opaque pointer (cudaStream_t on GPUs, nullptr on host devices).
 void* stream(int device_id);
+// A second stream of a GPU, beside the main one (hide_communication's copies, the packing of an
+// NCCL exchange); nullptr on host devices. Work on it orders against the main stream only through
+// events.
+void* side_stream(int device_id);
 // Makes `device_id` current for CUDA runtime calls made by this thread (no-op on host).
 void set_device(int device_id);
 // The device of the thread's innermost active DeviceScope, or -1 outside any scope: new arrays

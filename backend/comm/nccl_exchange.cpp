@@ -1,0 +1,278 @@
+// SPDX-License-Identifier: Apache-2.0
+// comm::exchange on GPUs: a batch of copies between GPUs of this process (a re-shard, an FFT's
+// transpose) moved by NCCL sends and receives instead of the copy engines.
+//
+// Why: on 4 H200s the copy engines cap an all-to-all at 0.49x of one pair's peer bandwidth per
+// device, in plain CUDA as in Tessera; NCCL's transport (the SMs) reaches 0.75-0.80x
+// (docs/performance.md). NCCL moves contiguous bytes only, so a piece whose rows lie at a pitch is
+// packed on its source (or unpacked on its destination) by a kernel through staging from the
+// memory cache. A re-shard of a column-major matrix from columns to rows packs on the sources only.
+//
+// The schedule, so that the packing hides behind the transfers: the batch is cut into chunks (rows
+// of every piece); each source packs chunk after chunk on its side stream, one event per chunk, and
+// the main streams run one NCCL group per chunk, each behind its chunk's packing. Unpacking follows
+// each group on the destination's side stream, and the pieces within one GPU run there too. The
+// main streams join their side streams at the end, so later work sees the whole batch.
+#include <backend/comm/comm.hpp>
+#include <backend/comm/nccl.hpp>
+#include <backend/runtime/runtime.hpp>
+#include <tessera/device.hpp>
+
+#if TESSERA_HAS_CUDA
+#include <backend/cuda/strided_copy.hpp>
+
+#include <cuda_runtime.h>
+
+#include <algorithm>
+#include <cstdlib>
+#include <memory>
+#include <vector>
+
+namespace tessera::detail::comm::nccl {
+namespace {
+
+// TESSERA_PEER_NCCL: unset, batches that cross between 3 or more GPUs and move at least
+// kDefaultMinBytes go through NCCL (on 2 GPUs a pair's copy engines are not the limit, and small
+// batches such as halos would pay NCCL's launch); 0 never; 1 every qualifying batch.
+constexpr std::size_t kDefaultMinBytes = std::size_t{32} << 20;
+int peer_nccl_mode() {
+  static const int mode = [] {
+    const char* v = std::getenv("TESSERA_PEER_NCCL");
+    if (v == nullptr || *v == '\0') return -1;
+    return std::atoi(v) != 0 ? 1 : 0;
+  }();
+  return mode;
+}
+
+// Bytes per device per chunk (TESSERA_PEER_NCCL_CHUNK_MB, default 64): smaller chunks hide more of
+// the packing, each costs one more NCCL launch.
+std::size_t chunk_bytes() {
+  static const std::size_t b = [] {
+    const char* v = std::getenv("TESSERA_PEER_NCCL_CHUNK_MB");
+    const long mb = v != nullptr ? std::atol(v) : 0;
+    return (mb > 0 ? static_cast<std::size_t>(mb) : std::size_t{64}) << 20;
+  }();
+  return b;
+}
+
+// A staging block from the memory cache, returned in the order of its device's main stream.
+struct staging {
+  int device;
+  std::size_t bytes;
+  void* p;
+  staging(int d, std::size_t b) : device(d), bytes(b), p(rt::allocate(d, b, memory::device)) {}
+  ~staging() { rt::deallocate(device, p, bytes, memory::device); }
+  staging(const staging&) = delete;
+  staging& operator=(const staging&) = delete;
+};
+
+// Events destroyed once the function returns (CUDA keeps them until their queued waits are done).
+struct events {
+  std::vector<cudaEvent_t> all;
+  ~events() {
+    for (cudaEvent_t e : all) (void)cudaEventDestroy(e);
+  }
+  cudaEvent_t record(int device, cudaStream_t st) {
+    cudaEvent_t e = nullptr;
+    rt::check_cuda(cudaEventCreateWithFlags(&e, cudaEventDisableTiming), "cudaEventCreateWithFlags", device);
+    all.push_back(e);
+    rt::check_cuda(cudaEventRecord(e, st), "cudaEventRecord", device);
+    return e;
+  }
+};
+
+cudaStream_t main_of(int d) { return static_cast<cudaStream_t>(rt::stream(d)); }
+cudaStream_t side_of(int d) { return static_cast<cudaStream_t>(rt::side_stream(d)); }
+
+void wait(int device, cudaStream_t st, cudaEvent_t e) {
+  rt::check_cuda(cudaStreamWaitEvent(st, e, 0), "cudaStreamWaitEvent", device);
+}
+
+// Rows on one GPU: a kernel (HBM speed; a pitched copy-engine copy within a GPU is much slower), or
+// cudaMemcpy2DAsync where the sizes are not multiples of 4 bytes.
+void copy_rows(int device, cudaStream_t st, void* dst, std::size_t dst_pitch, const void* src, std::size_t src_pitch,
+               std::size_t width, std::size_t height, const char* what) {
+  if (width == 0 || height == 0) return;
+  rt::set_device(device);
+  if (cuda::pitched_copy(device, st, dst, dst_pitch, src, src_pitch, width, height)) return;
+  rt::check_cuda(cudaMemcpy2DAsync(dst, dst_pitch, src, src_pitch, width, height, cudaMemcpyDeviceToDevice, st), what,
+                 device);
+}
+
+// One piece between two GPUs: `units` rows of `unit` bytes (a strided piece, moved by rows) or
+// bytes (a contiguous one), sent from `send` and received into `recv`.
+struct piece {
+  const rt::copy_region* r;
+  bool pack, unpack;
+  std::size_t unit, units;
+  void* send;
+  void* recv;
+  std::size_t begin(std::size_t j, std::size_t k) const { return units * j / k; }
+};
+
+}  // namespace
+
+bool exchange(const rt::copy_region* c, std::size_t n) {
+  const int mode = peer_nccl_mode();
+  if (mode == 0 || rt::capturing() || rt::recording()) return false;
+  auto empty = [](const rt::copy_region& r) { return r.width == 0 || r.height == 0; };
+  // Only GPUs private to this process: a device listed by several ranks (shared) would make the
+  // group span ranks, which every rank would have to join. The communicators are keyed by the
+  // GPUs that pieces cross between, not by those with pieces within one GPU only.
+  std::vector<int> devices;
+  std::vector<std::size_t> sent;  // bytes each device sends, by index in `devices`
+  for (std::size_t i = 0; i < n; ++i) {
+    if (empty(c[i])) continue;
+    for (int d : {c[i].src_device, c[i].dst_device})
+      if (rt::info(d).kind != device_kind::cuda || rt::is_remote(d) || rt::is_shared(d)) return false;
+    if (c[i].src_device == c[i].dst_device) continue;
+    for (int d : {c[i].src_device, c[i].dst_device})
+      if (std::find(devices.begin(), devices.end(), d) == devices.end()) devices.push_back(d);
+  }
+  if (devices.empty()) return false;
+  std::sort(devices.begin(), devices.end());
+  auto index = [&](int d) {
+    return static_cast<std::size_t>(std::lower_bound(devices.begin(), devices.end(), d) - devices.begin());
+  };
+  sent.assign(devices.size(), 0);
+  std::size_t total = 0;
+  for (std::size_t i = 0; i < n; ++i)
+    if (!empty(c[i]) && c[i].src_device != c[i].dst_device) {
+      sent[index(c[i].src_device)] += c[i].width * c[i].height;
+      total += c[i].width * c[i].height;
+    }
+  if (mode < 0 && (devices.size() < 3 || total < kDefaultMinBytes)) return false;
+
+  // NCCL moves contiguous bytes: rows at a pitch other than their width go through staging.
+  std::vector<piece> pieces;
+  std::vector<std::unique_ptr<staging>> blocks;
+  try {
+    for (std::size_t i = 0; i < n; ++i) {
+      const rt::copy_region& r = c[i];
+      if (empty(r) || r.src_device == r.dst_device) continue;
+      piece p{&r, r.height > 1 && r.src_pitch != r.width, r.height > 1 && r.dst_pitch != r.width, 1, 0,
+              const_cast<void*>(r.src), r.dst};
+      const std::size_t bytes = r.width * r.height;
+      if (p.pack || p.unpack) p.unit = r.width, p.units = r.height;
+      else p.units = bytes;
+      if (p.pack) p.send = blocks.emplace_back(std::make_unique<staging>(r.src_device, bytes))->p;
+      if (p.unpack) p.recv = blocks.emplace_back(std::make_unique<staging>(r.dst_device, bytes))->p;
+      pieces.push_back(p);
+    }
+  } catch (const out_of_memory&) {
+    return false;  // nothing queued yet: the copy engines take the batch
+  }
+  const bool staged = std::any_of(pieces.begin(), pieces.end(), [](const piece& p) { return p.pack || p.unpack; });
+  // One chunk when nothing is packed (nothing to hide); else about chunk_bytes() per device each.
+  const std::size_t most = *std::max_element(sent.begin(), sent.end());
+  const std::size_t k = staged ? std::clamp<std::size_t>((most + chunk_bytes() - 1) / chunk_bytes(), 1, 16) : 1;
+
+  for (std::size_t i = 0; i < n; ++i) {
+    if (empty(c[i])) continue;
+    if (c[i].dst_buf) rt::make_resident(*c[i].dst_buf);
+    if (c[i].src_buf) rt::make_resident(*c[i].src_buf);
+  }
+  rt::device_restorer restore;
+  events ev;
+  // Every device's side stream starts behind the work queued on its main stream (the sources'
+  // data, the staging's previous users, the destinations' last reads of their regions).
+  std::vector<int> involved = devices;
+  for (std::size_t i = 0; i < n; ++i)
+    if (!empty(c[i]) && std::find(involved.begin(), involved.end(), c[i].dst_device) == involved.end())
+      involved.push_back(c[i].dst_device);
+  std::vector<bool> side_used(involved.size(), false);
+  auto slot = [&](int d) {
+    return static_cast<std::size_t>(std::find(involved.begin(), involved.end(), d) - involved.begin());
+  };
+  // Later work on each main stream (the staging's release included) sees the side streams' work,
+  // also when a group fails midway.
+  auto join_sides = [&] {
+    for (std::size_t i = 0; i < involved.size(); ++i) {
+      if (!side_used[i]) continue;
+      const int d = involved[i];
+      rt::set_device(d);
+      wait(d, main_of(d), ev.record(d, side_of(d)));
+    }
+  };
+  try {
+    for (int d : involved) {
+      rt::set_device(d);
+      wait(d, side_of(d), ev.record(d, main_of(d)));
+    }
+    // The packing, chunk by chunk; packed[j][s] marks chunk j packed on device s.
+    std::vector<std::vector<cudaEvent_t>> packed(k, std::vector<cudaEvent_t>(devices.size(), nullptr));
+    for (std::size_t j = 0; j < k; ++j)
+      for (int s : devices) {
+        bool any = false;
+        for (const piece& p : pieces) {
+          if (!p.pack || p.r->src_device != s) continue;
+          const std::size_t a = p.begin(j, k), b = p.begin(j + 1, k);
+          const auto* src = static_cast<const unsigned char*>(p.r->src) + a * p.r->src_pitch;
+          copy_rows(s, side_of(s), static_cast<unsigned char*>(p.send) + a * p.unit, p.unit, src, p.r->src_pitch, p.unit,
+                    b - a, "cudaMemcpy2DAsync (packing a piece)");
+          any = true;
+        }
+        if (any) {
+          rt::set_device(s);
+          packed[j][index(s)] = ev.record(s, side_of(s));
+          side_used[slot(s)] = true;
+        }
+      }
+    // The pieces within one GPU, on its side stream beside the transfers.
+    for (std::size_t i = 0; i < n; ++i) {
+      const rt::copy_region& r = c[i];
+      if (empty(r) || r.src_device != r.dst_device) continue;
+      copy_rows(r.dst_device, side_of(r.dst_device), r.dst, r.dst_pitch, r.src, r.src_pitch, r.width, r.height,
+                "cudaMemcpy2DAsync (a piece within a GPU)");
+      side_used[slot(r.dst_device)] = true;
+    }
+    // One group per chunk on the main streams, each behind its chunk's packing; the unpacking of a
+    // chunk follows its group on the destination's side stream.
+      std::vector<p2p_op> ops;
+      for (std::size_t j = 0; j < k; ++j) {
+        for (int s : devices)
+          if (cudaEvent_t e = packed[j][index(s)]) {
+            rt::set_device(s);
+            wait(s, main_of(s), e);
+          }
+        ops.clear();
+        for (const piece& p : pieces) {
+          const std::size_t a = p.begin(j, k), b = p.begin(j + 1, k);
+          if (a == b) continue;
+          ops.push_back({p.r->src_device, p.r->dst_device, true, static_cast<unsigned char*>(p.send) + a * p.unit,
+                         (b - a) * p.unit});
+          ops.push_back({p.r->dst_device, p.r->src_device, false, static_cast<unsigned char*>(p.recv) + a * p.unit,
+                         (b - a) * p.unit});
+        }
+        send_recv(devices.data(), static_cast<int>(devices.size()), ops.data(), ops.size(),
+                  "ncclSend/ncclRecv (copies between GPUs)");
+        for (int d : devices) {
+          bool any = false;
+          for (const piece& p : pieces) any = any || (p.unpack && p.r->dst_device == d);
+          if (!any) continue;
+          rt::set_device(d);
+          wait(d, side_of(d), ev.record(d, main_of(d)));
+          for (const piece& p : pieces) {
+            if (!p.unpack || p.r->dst_device != d) continue;
+            const std::size_t a = p.begin(j, k), b = p.begin(j + 1, k);
+            copy_rows(d, side_of(d), static_cast<unsigned char*>(p.r->dst) + a * p.r->dst_pitch, p.r->dst_pitch,
+                      static_cast<unsigned char*>(p.recv) + a * p.unit, p.unit, p.unit, b - a,
+                      "cudaMemcpy2DAsync (unpacking a piece)");
+          }
+          side_used[slot(d)] = true;
+        }
+      }
+  } catch (...) {
+    try {
+      join_sides();
+    } catch (...) {  // the group's error is the one to report
+    }
+    throw;
+  }
+  join_sides();
+  return true;
+}
+
+}  // namespace tessera::detail::comm::nccl
+
+#endif  // TESSERA_HAS_CUDA
