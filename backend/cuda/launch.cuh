@@ -1,7 +1,8 @@
 // SPDX-License-Identifier: Apache-2.0
 // Tessera CUDA launch helper: every kernel launch of the library goes through launch(). It checks
 // at compile time that the task can be a kernel parameter (trivially copyable, within CUDA's
-// parameter limit), sets the device, launches on the device's stream and checks the launch
+// parameter limit), sets the device, launches on the device's stream (through the driver's
+// cuLaunchKernel, rt::driver_launch, else <<<>>>) and checks the launch
 // (rt::check_launch names the kernel, device and shard; TESSERA_DEBUG_SYNC=1 also synchronizes).
 // Included only by translation units compiled with nvcc.
 #pragma once
@@ -45,6 +46,27 @@ index_t resident_blocks(void (*kernel)(Task), int threads, int device) {
   return blocks;
 }
 
+// The kernel's function on `device` for the driver's launch: cudaGetFuncBySymbol once per kernel,
+// device and thread, then a look-up among the thread's last few (a loop launches a handful).
+template <class Task>
+void* function_of(void (*kernel)(Task), int device) {
+  struct entry {
+    const void* kernel;
+    int device;
+    cudaFunction_t function;
+  };
+  constexpr unsigned slots = 8;
+  thread_local entry cache[slots] = {};
+  thread_local unsigned next = 0;
+  const auto* k = reinterpret_cast<const void*>(kernel);
+  for (const entry& e : cache)
+    if (e.kernel == k && e.device == device) return e.function;
+  cudaFunction_t f = nullptr;
+  rt::check_cuda(cudaGetFuncBySymbol(&f, k), "cudaGetFuncBySymbol", device);
+  cache[next++ % slots] = {k, device, f};
+  return f;
+}
+
 // `stream`: another of the device's streams (a cudaStream_t; null: the device's main stream).
 template <class Task>
 void launch(void (*kernel)(Task), dim3 grid, unsigned block, const Task& t, int device, int shard, const char* name,
@@ -55,7 +77,11 @@ void launch(void (*kernel)(Task), dim3 grid, unsigned block, const Task& t, int 
                 "TESSERA_EXPRESSION_TOO_LARGE: the task exceeds CUDA's 32764-byte kernel parameter limit; split "
                 "the expression with eval()");
   rt::set_device(device);
-  kernel<<<grid, block, 0, static_cast<cudaStream_t>(stream ? stream : rt::stream(device))>>>(t);
+  void* const on = stream ? stream : rt::stream(device);
+  const unsigned g[3] = {grid.x, grid.y, grid.z}, b[3] = {block, 1, 1};
+  void* args[] = {const_cast<Task*>(&t)};
+  if (!rt::driver_launch(function_of(kernel, device), g, b, 0, args, on, device, shard, name))
+    kernel<<<grid, block, 0, static_cast<cudaStream_t>(on)>>>(t);
   rt::check_launch(device, shard, name);
 }
 

@@ -416,6 +416,67 @@ void check_launch(int device_id, int shard, const char* what) {
 #endif
 }
 
+#if TESSERA_HAS_CUDA
+namespace {
+// cuLaunchKernel's and cuGetErrorString's signatures, without cuda.h's CUresult and handle types.
+using cu_launch_kernel = int (*)(void*, unsigned, unsigned, unsigned, unsigned, unsigned, unsigned, unsigned, void*,
+                                 void**, void**);
+using cu_error_string = int (*)(int, const char**);
+struct driver_entries {
+  cu_launch_kernel launch = nullptr;
+  cu_error_string error_string = nullptr;
+};
+const driver_entries& driver() {
+  static const driver_entries d = [] {
+    driver_entries e;
+    const char* off = std::getenv("TESSERA_RUNTIME_LAUNCH");
+    if (off != nullptr && std::atoi(off) != 0) return e;
+    void* launch = nullptr;
+    void* error_string = nullptr;
+    cudaDriverEntryPointQueryResult found = cudaDriverEntryPointSymbolNotFound;
+    if (cudaGetDriverEntryPointByVersion("cuLaunchKernel", &launch, 12000, cudaEnableDefault, &found) != cudaSuccess ||
+        found != cudaDriverEntryPointSuccess)
+      launch = nullptr;
+    if (cudaGetDriverEntryPointByVersion("cuGetErrorString", &error_string, 12000, cudaEnableDefault, &found) !=
+            cudaSuccess ||
+        found != cudaDriverEntryPointSuccess)
+      error_string = nullptr;
+    (void)cudaGetLastError();  // a failed lookup leaves no error behind for the next launch check
+    if (launch != nullptr && error_string != nullptr) {
+      e.launch = reinterpret_cast<cu_launch_kernel>(launch);
+      e.error_string = reinterpret_cast<cu_error_string>(error_string);
+    }
+    return e;
+  }();
+  return d;
+}
+}  // namespace
+#endif
+
+bool driver_launch(void* function, const unsigned (&grid)[3], const unsigned (&block)[3], std::size_t shared_bytes,
+                   void** args, void* stream, int device_id, int shard, const char* what) {
+#if TESSERA_HAS_CUDA
+  const driver_entries& d = driver();
+  if (d.launch == nullptr) return false;
+  const int r = d.launch(function, grid[0], grid[1], grid[2], block[0], block[1], block[2],
+                         static_cast<unsigned>(shared_bytes), stream, args, nullptr);
+  if (r != 0) {
+    const char* text = nullptr;
+    if (d.error_string(r, &text) != 0 || text == nullptr) text = "unknown driver error";
+    throw backend_error(std::string("tessera: kernel launch `") + what + "` failed to launch on device cuda:" +
+                        std::to_string(device_id) + " (shard " + std::to_string(shard) + "): CUDA driver error " +
+                        std::to_string(r) + " (" + text + "), grid " + std::to_string(grid[0]) + "x" +
+                        std::to_string(grid[1]) + "x" + std::to_string(grid[2]) + ", block " +
+                        std::to_string(block[0]));
+  }
+  return true;
+#else
+  (void)function, (void)grid, (void)block, (void)shared_bytes, (void)args, (void)stream, (void)device_id, (void)shard,
+      (void)what;
+  return false;
+#endif
+}
+
 namespace {
 std::atomic<std::uint64_t>& seed_state() {
   static std::atomic<std::uint64_t> s{0x7e55e7a5eedull};

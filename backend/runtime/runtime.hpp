@@ -170,6 +170,14 @@ void synchronize_device(int device_id);
 // Throws backend_error naming the kernel launch, the device and the shard if the last launch
 // on this thread failed; in TESSERA_DEBUG_SYNC=1 mode also synchronizes the stream.
 void check_launch(int device_id, int shard, const char* what);
+// Launches `function` (a cudaFunction_t of the device, current on this thread) with the driver's
+// cuLaunchKernel, found once through cudaGetDriverEntryPointByVersion (no link against libcuda):
+// 0.3-0.5 us less host time per launch than <<<>>> or cudaLaunchKernel on H200s, where a launch
+// costs 3.5-4.5 us (docs/performance.md). Returns false, queuing nothing, where the entry point is
+// unavailable or TESSERA_RUNTIME_LAUNCH=1 (the caller launches through the runtime); throws
+// backend_error naming `what`, the device and the shard when the launch fails.
+bool driver_launch(void* function, const unsigned (&grid)[3], const unsigned (&block)[3], std::size_t shared_bytes,
+                   void** args, void* stream, int device_id, int shard, const char* what);
 
 // -- dispatch -------------------------------------------------------------------------------
 // The buffers one task reads or writes, as its planner found them. The shard loop makes each
