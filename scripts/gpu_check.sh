@@ -15,10 +15,12 @@
 # `mgrace [WAVES [BASE_TREE]]`: test_solver's repeated split cholesky in 8 processes at once, WAVES
 # times (default 4; MGRACE_REPEAT factors per size each, default 3), with GPU 0 kept busy, printing
 # every wrong factor's message; BASE_TREE's first.
+# `launch`: the bare launch's host cost (bench/support/launch_probe.cu), then bench_capture through
+# the driver and through the runtime (TESSERA_RUNTIME_LAUNCH=1).
 # `peer`: the copy tests (default and forced NCCL copies), then bench_stencil's re-shard and
 # bench_fft's fft2 with the default, the copy engines and other NCCL chunk sizes (PEER_VARIANTS adds
 # more: space-separated VAR=value words, one setting per variant).
-# Usage: bash scripts/gpu_check.sh [tests|bench|all|multi|suite|stress [N]|mgrace [WAVES [BASE_TREE]]|peer|ab BASE_TREE]
+# Usage: bash scripts/gpu_check.sh [tests|bench|all|multi|suite|stress [N]|mgrace [WAVES [BASE_TREE]]|peer|launch|ab BASE_TREE]
 set -uo pipefail
 ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 OUT=${OUT:-/tmp/tessera-out}
@@ -202,6 +204,25 @@ if [ "$what" = peer ]; then
     echo "== ${v:-default}"
     env $v "$BUILD_DIR/bench_stencil" 2>&1 | grep -E "^  \(2\) (copyto|re-shard)|GB/s per device" | tail -n 7
     env $v "$BUILD_DIR/bench_fft" --reps 5 2>&1 | grep -E "^  \(2\) fft2" | tail -n 1
+  done
+fi
+if [ "$what" = launch ]; then
+  # Issue 22 item 3: the bare launch's host cost on this machine (bench/support/launch_probe.cu),
+  # then bench_capture's plain launches through the driver (default) and through the runtime
+  # (TESSERA_RUNTIME_LAUNCH=1), alternating, on one machine.
+  source "$ROOT/scripts/common.sh"
+  set +e
+  mkdir -p "$BUILD_DIR"
+  nvcc -std=c++17 -arch=sm_90 -o "$BUILD_DIR/launch_probe" "$ROOT/bench/support/launch_probe.cu" -lcuda 2>&1 | tail -n 5
+  "$BUILD_DIR/launch_probe" || status=1
+  configure > "$OUT/configure.log" 2>&1 || { tail -n 30 "$OUT/configure.log"; exit 1; }
+  cmake --build "$BUILD_DIR" --target bench_capture -j "$(nproc)" > "$OUT/launch_build.log" 2>&1 ||
+    { grep -E "error" "$OUT/launch_build.log" | head -20; exit 1; }
+  for round in 1 2; do
+    for v in 0 1; do
+      echo "== round $round, TESSERA_RUNTIME_LAUNCH=$v"
+      TESSERA_RUNTIME_LAUNCH=$v "$BUILD_DIR/bench_capture" --iters 2000 --reps 5 | grep -E "^  [0-9]+ GPU" || status=1
+    done
   done
 fi
 if [ "$what" = ab ]; then
