@@ -95,11 +95,13 @@ if [ "$what" = suite ]; then
     "$BUILD_DIR/$e" > "$OUT/ex_$e.log" 2>&1 || { status=1; echo "$e FAILED"; }
     echo "$e: $(tail -n 1 "$OUT/ex_$e.log")"
   done
-  for b in bench_sparse bench_capture; do
+  for b in bench_sparse bench_capture bench_stencil; do
     [ -x "$BUILD_DIR/$b" ] || continue
     "$BUILD_DIR/$b" > "$OUT/$b.log" 2>&1 || { status=1; echo "$b FAILED"; }
     sed -n '/== summary/,$p' "$OUT/$b.log"
   done
+  "$BUILD_DIR/bench_fft" --reps 5 > "$OUT/bench_fft.log" 2>&1 || { status=1; echo "bench_fft FAILED"; }
+  grep -E "^  \(2\) fft2" "$OUT/bench_fft.log" | tail -n 1
   if [ "$gpus" -ge 4 ] && [ -x "$BUILD_DIR/test_mpi_killed_rank" ]; then
     for op in allreduce halo read; do
       TESSERA_BACKEND=cuda TESSERA_MPI_TIMEOUT=5 bash "$ROOT/tests/mpi/killed_rank.sh" "$(command -v mpirun)" \
