@@ -101,7 +101,7 @@ void* allocate_gpu(int d, std::size_t bytes, memory kind) {
       // Populates the pages on the owner now, in stream order, so the first kernel does not
       // page-fault its way through a fresh buffer. A prefetch cannot be captured: a buffer made
       // by a captured body is populated by its first replay.
-      if (!capturing()) prefetch(p, bytes, d, gpu(d).stream);
+      if (!capturing()) prefetch(p, bytes, d, static_cast<cudaStream_t>(stream(d)));
     } catch (...) {
       (void)cudaFree(p);
       throw;
@@ -229,7 +229,7 @@ void make_resident(buffer& b) {
   if (b.kind == memory::unified && b.ptr != nullptr && is_gpu(get(), b.device) && gpu(b.device).concurrent_managed) {
     try {
       device_guard guard(b.device);
-      prefetch(b.ptr, b.bytes, b.device, gpu(b.device).stream);
+      prefetch(b.ptr, b.bytes, b.device, static_cast<cudaStream_t>(stream(b.device)));
     } catch (...) {
       b.host_touched.store(true);
       throw;

@@ -112,6 +112,7 @@ void* pool_take(int device_id, std::size_t cls, memory kind) {
     c.bytes -= cls;
   }
   gpu_state& g = gpu(device_id);
+  const auto on = static_cast<cudaStream_t>(stream(device_id));  // the side stream inside a side_stream_scope
   try {
     device_guard guard(device_id);
     // While capturing, the events recorded before the capture have completed (begin_capture waits
@@ -119,10 +120,10 @@ void* pool_take(int device_id, std::size_t cls, memory kind) {
     // wait on an event from outside would break the capture.
     for (cudaEvent_t e : b.after) {
       if (capturing() && cudaEventQuery(e) == cudaSuccess) continue;
-      cuda_check(cudaStreamWaitEvent(g.stream, e, 0), "cudaStreamWaitEvent", device_id);
+      cuda_check(cudaStreamWaitEvent(on, e, 0), "cudaStreamWaitEvent", device_id);
     }
     if (kind == memory::unified && b.host_touched && g.concurrent_managed && !capturing())
-      prefetch(b.p, cls, device_id, g.stream);  // a prefetch cannot be captured
+      prefetch(b.p, cls, device_id, on);  // a prefetch cannot be captured
   } catch (...) {
     return_events(b);
     device_guard guard(device_id);
@@ -157,7 +158,7 @@ bool pool_give(int device_id, void* p, std::size_t cls, memory kind, bool host_t
       b.after.push_back(e);
       b.after_device.push_back(d);
       device_guard guard(d);
-      cuda_check(cudaEventRecord(e, gpu(d).stream), "cudaEventRecord", d);
+      cuda_check(cudaEventRecord(e, static_cast<cudaStream_t>(stream(d))), "cudaEventRecord", d);
     }
   } catch (...) {  // e.g. the CUDA runtime already unloaded at exit: the caller frees
     (void)cudaGetLastError();

@@ -65,7 +65,11 @@ void init_gpus(state& s) {
     cuda_check(cudaSetDevice(d), "cudaSetDevice", d);
     gpu_state& g = s.gpus[static_cast<std::size_t>(d)];
     cuda_check(cudaStreamCreateWithFlags(&g.stream, cudaStreamNonBlocking), "cudaStreamCreateWithFlags", d);
-    cuda_check(cudaStreamCreateWithFlags(&g.copy_stream, cudaStreamNonBlocking), "cudaStreamCreateWithFlags", d);
+    // Highest priority: a boundary pass on it gets SMs ahead of the interior on `stream`.
+    int least = 0, greatest = 0;
+    cuda_check(cudaDeviceGetStreamPriorityRange(&least, &greatest), "cudaDeviceGetStreamPriorityRange", d);
+    cuda_check(cudaStreamCreateWithPriority(&g.copy_stream, cudaStreamNonBlocking, greatest),
+               "cudaStreamCreateWithPriority", d);
     if (count > 2 && peer_streams_enabled()) {
       g.peer_streams.assign(static_cast<std::size_t>(count), nullptr);
       for (auto& st : g.peer_streams)
@@ -330,12 +334,81 @@ bool can_access_peer(int device_id, int peer_id) {
   return p == copy_path::nvlink || p == copy_path::pcie;
 }
 
+namespace {
+thread_local bool tl_on_side = false;  // inside a side_stream_scope that took effect
+}
+
 void* stream(int device_id) {
   (void)info(device_id);
 #if TESSERA_HAS_CUDA
-  if (is_gpu(get(), device_id)) return gpu(device_id).stream;
+  if (is_gpu(get(), device_id)) return tl_on_side ? gpu(device_id).copy_stream : gpu(device_id).stream;
 #endif
   return nullptr;
+}
+
+#if TESSERA_HAS_CUDA
+namespace {
+// This thread's fork and join events, one pair per GPU, made on first use and kept: a scope per
+// time step would otherwise create and destroy 4 events per GPU each step.
+struct side_events {
+  std::vector<cudaEvent_t> fork, join;
+  ~side_events() {
+    for (auto* v : {&fork, &join})
+      for (cudaEvent_t e : *v)
+        if (e) (void)cudaEventDestroy(e);  // may run after CUDA's teardown at exit: ignored
+  }
+  cudaEvent_t get(std::vector<cudaEvent_t>& v, int d) {
+    if (v.size() <= static_cast<std::size_t>(d)) v.resize(static_cast<std::size_t>(d) + 1, nullptr);
+    cudaEvent_t& e = v[static_cast<std::size_t>(d)];
+    if (!e) cuda_check(cudaEventCreateWithFlags(&e, cudaEventDisableTiming), "cudaEventCreateWithFlags", d);
+    return e;
+  }
+};
+thread_local side_events tl_side_events;
+}  // namespace
+#endif
+
+side_stream_scope::side_stream_scope() {
+#if TESSERA_HAS_CUDA
+  if (tl_on_side || capturing()) return;
+  const int gpus = get().gpu_count;
+  if (gpus == 0) return;
+  device_restorer restore;
+  for (int d = 0; d < gpus; ++d) {
+    set_device(d);
+    const cudaEvent_t e = tl_side_events.get(tl_side_events.fork, d);
+    cuda_check(cudaEventRecord(e, gpu(d).stream), "cudaEventRecord", d);
+    cuda_check(cudaStreamWaitEvent(gpu(d).copy_stream, e, 0), "cudaStreamWaitEvent", d);
+  }
+  active_ = true;
+  tl_on_side = true;
+#endif
+}
+
+void side_stream_scope::end() noexcept {
+  if (active_) tl_on_side = false;
+}
+
+void side_stream_scope::join() {
+  end();
+#if TESSERA_HAS_CUDA
+  if (!active_) return;
+  active_ = false;
+  device_restorer restore;
+  for (int d = 0; d < get().gpu_count; ++d) {
+    set_device(d);
+    const cudaEvent_t e = tl_side_events.get(tl_side_events.join, d);
+    cuda_check(cudaEventRecord(e, gpu(d).copy_stream), "cudaEventRecord", d);
+    cuda_check(cudaStreamWaitEvent(gpu(d).stream, e, 0), "cudaStreamWaitEvent", d);
+  }
+#endif
+}
+
+side_stream_scope::~side_stream_scope() {
+  try {
+    join();
+  } catch (...) {  // a destructor must not throw; the error that unwound matters more
+  }
 }
 
 void* side_stream(int device_id) {
@@ -407,7 +480,7 @@ void check_launch(int device_id, int shard, const char* what) {
   };
   if (const cudaError_t e = cudaGetLastError(); e != cudaSuccess) fail(e, "to launch");
   if (debug_sync()) {
-    const cudaError_t e = cudaStreamSynchronize(gpu(device_id).stream);
+    const cudaError_t e = cudaStreamSynchronize(static_cast<cudaStream_t>(stream(device_id)));
     (void)cudaGetLastError();
     if (e != cudaSuccess) fail(e, "while running (TESSERA_DEBUG_SYNC=1)");
   }

@@ -135,8 +135,28 @@ void make_resident(buffer& b);
 void* host_access(buffer& b);
 
 // -- streams ------------------------------------------------------------------------------
-// The device's stream as an opaque pointer (cudaStream_t on GPUs, nullptr on host devices).
+// The device's stream as an opaque pointer (cudaStream_t on GPUs, nullptr on host devices): its
+// main stream, or its side stream inside a side_stream_scope on this thread.
 void* stream(int device_id);
+// While it is open, this thread's work on GPUs (launches, copies, the memory cache's stream order:
+// everything that asks stream()) goes to the GPUs' side streams, which first wait for the work
+// queued on the main streams; end() closes it, join() also makes every main stream wait for its
+// side stream, so work queued on a main stream after join() sees the scope's work (the destructor
+// joins if join() was not called). hide_communication's boundary pass and halo copies run in one,
+// so the interior pass queued on the main streams between end() and join() runs beside them. A
+// no-op while capturing, inside another scope, and without GPUs.
+class side_stream_scope {
+ public:
+  side_stream_scope();
+  ~side_stream_scope();
+  void end() noexcept;
+  void join();
+  side_stream_scope(const side_stream_scope&) = delete;
+  side_stream_scope& operator=(const side_stream_scope&) = delete;
+
+ private:
+  bool active_ = false;
+};
 // A second stream of a GPU, beside the main one (hide_communication's copies, the packing of an
 // NCCL exchange); nullptr on host devices. Work on it orders against the main stream only through
 // events.

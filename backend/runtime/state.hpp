@@ -25,7 +25,9 @@ enum class copy_path { self, nvlink, pcie, host_staged };
 #if TESSERA_HAS_CUDA
 struct gpu_state {
   cudaStream_t stream = nullptr;
-  cudaStream_t copy_stream = nullptr;  // hide_communication's halo copies, beside the work on `stream`
+  // The side stream (rt::side_stream, highest priority): hide_communication's boundary pass and
+  // halo copies, the NCCL exchange's packing, beside the work on `stream`.
+  cudaStream_t copy_stream = nullptr;
   // On 3 or more GPUs (copy.cpp, peer_streams_enabled): one stream per source GPU, on which this
   // device receives a batch's pieces from that source, all sources at once; empty otherwise.
   std::vector<cudaStream_t> peer_streams;

@@ -2,8 +2,8 @@
 // Tessera: hide_communication(u, body), ImplicitGlobalGrid.jl's @hide_communication. The body's
 // assignments are recorded (planned, not run), then replayed twice: first over the cells of each
 // shard that its neighbours keep as halo cells (the w cells at each inner face along the shard
-// dimension), then update_halo(u)'s copies start on the GPUs' copy streams, and the assignments
-// are replayed over the remaining cells while the copies run. The result equals
+// dimension), then update_halo(u)'s copies start, both on the GPUs' side streams, and the
+// assignments are replayed over the remaining cells on the main streams while those run. The result equals
 //   body(); update_halo(u);
 // with the exchange hidden behind the interior's work. See docs/semantics.md, "Halos and stencils".
 #pragma once
@@ -94,11 +94,18 @@ void hide_communication(const Array<T, N>& u, F&& body) {
     body();
   }
   const detail::box_filter boundary{true, l.halo.width, &mine}, interior{false, l.halo.width, &mine};
-  for (auto& w : rec.work) w(&boundary);
   detail::rt::copy_ticket ticket;
+  // On GPUs the boundary pass and the copies go on the side streams (highest priority), behind
+  // the work queued so far, and the interior pass on the main streams beside them: the interior
+  // does not wait for the boundary kernels, which then cost no time of their own. Both passes
+  // read what the step before wrote, which the fork orders; they write disjoint cells.
+  detail::rt::side_stream_scope side;
+  for (auto& w : rec.work) w(&boundary);
   detail::copy_into(detail::halo_cells(l), l, &ticket);
+  side.end();
   for (auto& w : rec.work) w(&interior);
   detail::rt::finish_copies(ticket);
+  side.join();
 }
 
 }  // namespace tessera
