@@ -185,3 +185,31 @@ TEST_CASE("bodies that cannot be replayed are refused by name, arrays intact, th
     CHECK(sum(u) == doctest::Approx(sum(t)));
   }
 }
+
+// A GPU beside a host device: the halo copies go through host memory (staged transfers), which
+// must follow the boundary pass on the GPU's side stream, in both directions.
+TEST_CASE("hide_communication over a GPU and a host device equals sweep + update_halo") {
+  if (!cuda_variant() || gpus().empty()) {
+    MESSAGE("SKIPPED: needs a GPU (CUDA variant)");
+    return;
+  }
+  const Device g = gpus()[0], h = host_devices(1)[0];
+  for (const DeviceSet& ds : {DeviceSet{g, h}, DeviceSet{h, g}}) {
+    for (auto [m, n] : {std::pair<index_t, index_t>{4099, 37}, {513, 1031}}) {
+      INFO(ds[0].name() << " + " << ds[1].name() << ", shape " << m << "x" << n);
+      const auto v0 = small_integers(static_cast<std::size_t>(m * n));
+      const Placement p = shard(1, halo(1), ds);
+      Array<float, 2> a = from_host(v0, {m, n}, p), b = from_host(v0, {m, n}, p);
+      Array<float, 2> c = from_host(v0, {m, n}, p), d = from_host(v0, {m, n}, p);
+      for (int it = 0; it < 6; ++it) {
+        hide_communication(b, [&] { sweep(b, a, 1); });
+        sweep(d, c, 1);
+        update_halo(d);
+        std::swap(a, b);
+        std::swap(c, d);
+      }
+      check_equal(to_host(a), to_host(c));
+      check_equal(halo_probe(a, 1, p), halo_probe(c, 1, p));
+    }
+  }
+}

@@ -180,16 +180,10 @@ bool exchange(const rt::copy_region* c, std::size_t n) {
   for (std::size_t i = 0; i < n; ++i)
     if (!empty(c[i]) && std::find(involved.begin(), involved.end(), c[i].dst_device) == involved.end())
       involved.push_back(c[i].dst_device);
-  std::vector<bool> side_used(involved.size(), false);
-  auto slot = [&](int d) {
-    return static_cast<std::size_t>(std::find(involved.begin(), involved.end(), d) - involved.begin());
-  };
   // Later work on each main stream (the staging's release included) sees the side streams' work,
-  // also when a group fails midway.
+  // also when a group fails midway; every involved side stream is joined, whatever it was given.
   auto join_sides = [&] {
-    for (std::size_t i = 0; i < involved.size(); ++i) {
-      if (!side_used[i]) continue;
-      const int d = involved[i];
+    for (int d : involved) {
       rt::set_device(d);
       wait(d, main_of(d), ev.record(d, side_of(d)));
     }
@@ -215,8 +209,7 @@ bool exchange(const rt::copy_region* c, std::size_t n) {
         if (any) {
           rt::set_device(s);
           packed[j][index(s)] = ev.record(s, side_of(s));
-          side_used[slot(s)] = true;
-        }
+          }
       }
     // The pieces within one GPU, on its side stream beside the transfers.
     for (std::size_t i = 0; i < n; ++i) {
@@ -224,7 +217,6 @@ bool exchange(const rt::copy_region* c, std::size_t n) {
       if (empty(r) || r.src_device != r.dst_device) continue;
       copy_rows(r.dst_device, side_of(r.dst_device), r.dst, r.dst_pitch, r.src, r.src_pitch, r.width, r.height,
                 "cudaMemcpy2DAsync (a piece within a GPU)");
-      side_used[slot(r.dst_device)] = true;
     }
     // One group per chunk on the main streams, each behind its chunk's packing; the unpacking of a
     // chunk follows its group on the destination's side stream.
@@ -259,13 +251,19 @@ bool exchange(const rt::copy_region* c, std::size_t n) {
                       static_cast<unsigned char*>(p.recv) + a * p.unit, p.unit, p.unit, b - a,
                       "cudaMemcpy2DAsync (unpacking a piece)");
           }
-          side_used[slot(d)] = true;
         }
       }
   } catch (...) {
+    // The staging goes back to the cache in main-stream order when this returns: the main streams
+    // must follow the side streams' kernels, or, failing that, the side streams must be done.
     try {
       join_sides();
-    } catch (...) {  // the group's error is the one to report
+    } catch (...) {  // the first error is the one to report
+      for (int d : involved) {
+        rt::set_device(d);
+        (void)cudaStreamSynchronize(side_of(d));
+      }
+      (void)cudaGetLastError();
     }
     throw;
   }

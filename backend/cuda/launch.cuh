@@ -61,6 +61,9 @@ void* function_of(void (*kernel)(Task), int device) {
   const auto* k = reinterpret_cast<const void*>(kernel);
   for (const entry& e : cache)
     if (e.kernel == k && e.device == device) return e.function;
+  // The function belongs to the current context: make sure it is the device's, whatever user code
+  // did with cudaSetDevice behind the runtime's per-thread cache (get_cuda_device re-reads it).
+  if (rt::get_cuda_device() != device) rt::set_device(device);
   cudaFunction_t f = nullptr;
   rt::check_cuda(cudaGetFuncBySymbol(&f, k), "cudaGetFuncBySymbol", device);
   cache[next++ % slots] = {k, device, f};
@@ -80,7 +83,8 @@ void launch(void (*kernel)(Task), dim3 grid, unsigned block, const Task& t, int 
   void* const on = stream ? stream : rt::stream(device);
   const unsigned g[3] = {grid.x, grid.y, grid.z}, b[3] = {block, 1, 1};
   void* args[] = {const_cast<Task*>(&t)};
-  if (!rt::driver_launch(function_of(kernel, device), g, b, 0, args, on, device, shard, name))
+  if (!rt::driver_launch_enabled() ||
+      !rt::driver_launch(function_of(kernel, device), g, b, 0, args, on, device, shard, name))
     kernel<<<grid, block, 0, static_cast<cudaStream_t>(on)>>>(t);
   rt::check_launch(device, shard, name);
 }

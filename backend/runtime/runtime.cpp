@@ -9,6 +9,7 @@
 #include <cstdint>
 #include <cstdlib>
 #include <cstring>
+#include <exception>
 #include <string>
 #include <vector>
 
@@ -395,12 +396,19 @@ void side_stream_scope::join() {
   if (!active_) return;
   active_ = false;
   device_restorer restore;
+  // Every GPU is joined even if one fails; the first error is rethrown after.
+  std::exception_ptr first;
   for (int d = 0; d < get().gpu_count; ++d) {
-    set_device(d);
-    const cudaEvent_t e = tl_side_events.get(tl_side_events.join, d);
-    cuda_check(cudaEventRecord(e, gpu(d).copy_stream), "cudaEventRecord", d);
-    cuda_check(cudaStreamWaitEvent(gpu(d).stream, e, 0), "cudaStreamWaitEvent", d);
+    try {
+      set_device(d);
+      const cudaEvent_t e = tl_side_events.get(tl_side_events.join, d);
+      cuda_check(cudaEventRecord(e, gpu(d).copy_stream), "cudaEventRecord", d);
+      cuda_check(cudaStreamWaitEvent(gpu(d).stream, e, 0), "cudaStreamWaitEvent", d);
+    } catch (...) {
+      if (!first) first = std::current_exception();
+    }
   }
+  if (first) std::rethrow_exception(first);
 #endif
 }
 
@@ -462,7 +470,9 @@ void synchronize_device(int device_id) {
   (void)info(device_id);
 #if TESSERA_HAS_CUDA
   if (is_gpu(get(), device_id)) {
-    cuda_check(cudaStreamSynchronize(gpu(device_id).stream), "cudaStreamSynchronize", device_id);
+    // stream(): inside a side_stream_scope the side stream, which follows the main one.
+    cuda_check(cudaStreamSynchronize(static_cast<cudaStream_t>(stream(device_id))), "cudaStreamSynchronize",
+               device_id);
     // Across processes the wait may have ended because the watchdog aborted NCCL work that a
     // failed peer would never serve: what the stream computed is then not to be trusted.
     if (dist::spans_processes()) dist::check_healthy("a wait on a GPU");
@@ -504,6 +514,7 @@ const driver_entries& driver() {
     driver_entries e;
     const char* off = std::getenv("TESSERA_RUNTIME_LAUNCH");
     if (off != nullptr && std::atoi(off) != 0) return e;
+#if CUDART_VERSION >= 12050  // cudaGetDriverEntryPointByVersion: CUDA 12.5 on; before, <<<>>>
     void* launch = nullptr;
     void* error_string = nullptr;
     cudaDriverEntryPointQueryResult found = cudaDriverEntryPointSymbolNotFound;
@@ -519,12 +530,21 @@ const driver_entries& driver() {
       e.launch = reinterpret_cast<cu_launch_kernel>(launch);
       e.error_string = reinterpret_cast<cu_error_string>(error_string);
     }
+#endif
     return e;
   }();
   return d;
 }
 }  // namespace
 #endif
+
+bool driver_launch_enabled() {
+#if TESSERA_HAS_CUDA
+  return driver().launch != nullptr;
+#else
+  return false;
+#endif
+}
 
 bool driver_launch(void* function, const unsigned (&grid)[3], const unsigned (&block)[3], std::size_t shared_bytes,
                    void** args, void* stream, int device_id, int shard, const char* what) {

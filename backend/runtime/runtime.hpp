@@ -196,6 +196,8 @@ void check_launch(int device_id, int shard, const char* what);
 // costs 3.5-4.5 us (docs/performance.md). Returns false, queuing nothing, where the entry point is
 // unavailable or TESSERA_RUNTIME_LAUNCH=1 (the caller launches through the runtime); throws
 // backend_error naming `what`, the device and the shard when the launch fails.
+// Whether driver_launch will launch (the entry point was found and TESSERA_RUNTIME_LAUNCH is not 1).
+bool driver_launch_enabled();
 bool driver_launch(void* function, const unsigned (&grid)[3], const unsigned (&block)[3], std::size_t shared_bytes,
                    void** args, void* stream, int device_id, int shard, const char* what);
 

@@ -87,6 +87,9 @@ void gpu_to_host(int d, char* dst, std::size_t dst_pitch, const char* src, std::
   auto lock = lock_staging(d);
   device_guard guard(d);
   gpu_state& g = gpu(d);
+  // stream(): inside a side_stream_scope (hide_communication's halo copies to a host device or
+  // another rank) the side stream, behind the boundary pass that wrote the source.
+  const auto on = static_cast<cudaStream_t>(stream(d));
   // Copy piece k into chunk k % 2 while the host unpacks piece k - 1 from the other chunk.
   std::size_t k = 0;
   piece prev{};
@@ -98,8 +101,8 @@ void gpu_to_host(int d, char* dst, std::size_t dst_pitch, const char* src, std::
   for_each_piece(width, height, [&](const piece& p) {
     const std::size_t chunk = k % 2;
     char* stage = g.staging + chunk * staging_chunk_bytes;
-    device_copy(d, stage, p.bytes, src + p.row * src_pitch + p.col, src_pitch, p, g.stream);
-    cuda_check(cudaEventRecord(g.chunk_done[chunk], g.stream), "cudaEventRecord", d);
+    device_copy(d, stage, p.bytes, src + p.row * src_pitch + p.col, src_pitch, p, on);
+    cuda_check(cudaEventRecord(g.chunk_done[chunk], on), "cudaEventRecord", d);
     if (k > 0) unpack(prev, (k - 1) % 2);
     prev = p;
     ++k;
@@ -112,6 +115,7 @@ void host_to_gpu(int d, char* dst, std::size_t dst_pitch, const char* src, std::
   auto lock = lock_staging(d);
   device_guard guard(d);
   gpu_state& g = gpu(d);
+  const auto on = static_cast<cudaStream_t>(stream(d));  // as in gpu_to_host
   std::size_t k = 0;
   // Pack piece k into chunk k % 2 while piece k - 1 is copied out of the other chunk; the
   // chunk's event says when the copy of piece k - 2 no longer reads it.
@@ -120,11 +124,11 @@ void host_to_gpu(int d, char* dst, std::size_t dst_pitch, const char* src, std::
     char* stage = g.staging + chunk * staging_chunk_bytes;
     cuda_check(cudaEventSynchronize(g.chunk_done[chunk]), "cudaEventSynchronize", d);
     host_copy(stage, p.bytes, src + p.row * src_pitch + p.col, src_pitch, p.bytes, p.rows);
-    device_copy(d, dst + p.row * dst_pitch + p.col, dst_pitch, stage, p.bytes, p, g.stream);
-    cuda_check(cudaEventRecord(g.chunk_done[chunk], g.stream), "cudaEventRecord", d);
+    device_copy(d, dst + p.row * dst_pitch + p.col, dst_pitch, stage, p.bytes, p, on);
+    cuda_check(cudaEventRecord(g.chunk_done[chunk], on), "cudaEventRecord", d);
     ++k;
   });
-  cuda_check(cudaStreamSynchronize(g.stream), "cudaStreamSynchronize", d);
+  cuda_check(cudaStreamSynchronize(on), "cudaStreamSynchronize", d);
 }
 #endif
 
