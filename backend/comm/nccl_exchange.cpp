@@ -209,7 +209,7 @@ bool exchange(const rt::copy_region* c, std::size_t n) {
         if (any) {
           rt::set_device(s);
           packed[j][index(s)] = ev.record(s, side_of(s));
-          }
+        }
       }
     // The pieces within one GPU, on its side stream beside the transfers.
     for (std::size_t i = 0; i < n; ++i) {
