@@ -61,6 +61,16 @@ bool peer_push_enabled() {
   return on;
 }
 
+// Destroys a batch's events however the batch ends (CUDA keeps an event until the waits queued
+// on it are done).
+struct event_releaser {
+  std::vector<cudaEvent_t>& ev;
+  ~event_releaser() {
+    for (auto e : ev)
+      if (e) (void)cudaEventDestroy(e);
+  }
+};
+
 // The pushed form of copy_peers (no ticket, not captured, every pair over NVLink both ways): each
 // source waits for the queued work of itself and of each destination it writes (their events),
 // issues its pieces per destination on its pair stream for that destination (its main stream on 2
@@ -73,13 +83,7 @@ void push_peers(const copy_region* c, std::size_t n) {
     for (int d : {c[i].src_device, c[i].dst_device})
       if (std::find(devices.begin(), devices.end(), d) == devices.end()) devices.push_back(d);
   std::vector<cudaEvent_t> events;
-  struct releaser {
-    std::vector<cudaEvent_t>& ev;
-    ~releaser() {
-      for (auto e : ev)
-        if (e) (void)cudaEventDestroy(e);
-    }
-  } release{events};
+  event_releaser release{events};
   auto record = [&](int device, cudaStream_t st) {
     events.push_back(nullptr);
     cuda_check(cudaEventCreateWithFlags(&events.back(), cudaEventDisableTiming), "cudaEventCreateWithFlags", device);
@@ -195,15 +199,9 @@ void copy_peers(const copy_region* c, std::size_t n, copy_ticket* ticket) {
   auto main_stream = [](int d) { return static_cast<cudaStream_t>(stream(d)); };
   // Events are destroyed once waited on (CUDA releases them after the queued waits); a ticket's
   // `done` events live until finish_copies has queued its waits.
-  struct releaser {
-    std::vector<cudaEvent_t>& ev;
-    ~releaser() {
-      for (auto e : ev)
-        if (e) (void)cudaEventDestroy(e);
-    }
-  } release_ready{ready};
+  event_releaser release_ready{ready};
   std::vector<cudaEvent_t> kept;
-  releaser release_done{ticket ? kept : done};
+  event_releaser release_done{ticket ? kept : done};
   for (int s : marked) {
     device_guard guard(s);
     record(s, ready[static_cast<std::size_t>(s)], main_stream(s));
@@ -259,7 +257,7 @@ void copy_peers(const copy_region* c, std::size_t n, copy_ticket* ticket) {
       // One stream per source, each behind `st`'s waits (a gate event) and joined back into `st`
       // (one event per source), so everything after the batch sees the same order as above.
       std::vector<cudaEvent_t> pair_events;
-      releaser release_pairs{pair_events};
+      event_releaser release_pairs{pair_events};
       pair_events.push_back(nullptr);
       record(d, pair_events.back(), st);
       const cudaEvent_t gate = pair_events.back();
