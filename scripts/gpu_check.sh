@@ -17,9 +17,9 @@
 # every wrong factor's message; BASE_TREE's first.
 # `launch`: the bare launch's host cost (bench/support/launch_probe.cu), then bench_capture through
 # the driver and through the runtime (TESSERA_RUNTIME_LAUNCH=1).
-# `peer`: the copy tests (default and forced NCCL copies), then bench_stencil's re-shard and
+# `peer`: the copy tests (default and forced NCCL copies, and the gather kernel), then bench_stencil's re-shard and
 # bench_fft's fft2 with the default, the copy engines and other NCCL chunk sizes (PEER_VARIANTS adds
-# more: space-separated VAR=value words, one setting per variant).
+# more: space-separated variants, each VAR=value settings joined by commas).
 # Usage: bash scripts/gpu_check.sh [tests|bench|all|multi|suite|stress [N]|mgrace [WAVES [BASE_TREE]]|peer|launch|ab BASE_TREE]
 set -uo pipefail
 ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
@@ -200,12 +200,19 @@ if [ "$what" = peer ]; then
   (cd "$BUILD_DIR" && ctest -R "^test_(copy|halo|placement|fft_distributed)\.(cuda|nccl)$" -j 4 --output-on-failure) \
     > "$OUT/peer_ctest.log" 2>&1 || status=1
   grep -E "tests passed|Failed|\*\*\*" "$OUT/peer_ctest.log" | tail -n 12
-  variants=("" "TESSERA_PEER_NCCL=0" "TESSERA_PEER_NCCL_CHUNK_MB=16" "TESSERA_PEER_NCCL_CHUNK_MB=1024"
+  # The gather kernel (TESSERA_PEER_KERNEL=3, copy engines' batches only: NCCL off).
+  for t in test_copy test_halo test_placement test_fft_distributed; do
+    log=$(TESSERA_PEER_NCCL=0 TESSERA_PEER_KERNEL=3 TESSERA_BACKEND=cuda timeout 120 "$BUILD_DIR/$t" 2>&1)
+    rc=$?
+    echo "== $t with TESSERA_PEER_KERNEL=3: rc $rc, $(echo "$log" | tail -n 1)"
+    [ $rc = 0 ] || { status=1; echo "$log" | grep -E "ERROR|error" | head -n 5; }
+  done
+  variants=("" "TESSERA_PEER_NCCL=0" "TESSERA_PEER_NCCL=0,TESSERA_PEER_KERNEL=3" "TESSERA_PEER_NCCL_CHUNK_MB=1024"
             ${PEER_VARIANTS:-})
   for v in "${variants[@]}"; do
     echo "== ${v:-default}"
-    env $v "$BUILD_DIR/bench_stencil" 2>&1 | grep -E "^  \(2\) (copyto|re-shard)|GB/s per device" | tail -n 7
-    env $v "$BUILD_DIR/bench_fft" --reps 5 2>&1 | grep -E "^  \(2\) fft2" | tail -n 1
+    env ${v//,/ } "$BUILD_DIR/bench_stencil" 2>&1 | grep -E "^  \(2\) (copyto|re-shard)|GB/s per device" | tail -n 7
+    env ${v//,/ } "$BUILD_DIR/bench_fft" --reps 5 2>&1 | grep -E "^  \(2\) fft2" | tail -n 1
   done
 fi
 if [ "$what" = launch ]; then

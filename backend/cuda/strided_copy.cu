@@ -84,7 +84,88 @@ void pitched_as(int device, void* stream, void* dst, std::size_t dst_pitch, cons
          device, 0, "pitched_copy_kernel", stream);
 }
 
+// The pieces of gather_rows in elements of Bytes, each with its count of chunks of gather_chunk
+// elements; virtual chunk q is chunk q / n of piece q % n, so consecutive blocks read different
+// sources.
+constexpr int gather_threads = 256, gather_unroll = 4, gather_chunk = gather_threads * gather_unroll;
+template <int Bytes>
+struct GatherTask {
+  struct piece {
+    const element<Bytes>* src;
+    element<Bytes>* dst;
+    std::int64_t width, src_pitch, dst_pitch, count, chunks;
+  } p[gather_max_pieces];
+  int n;
+  std::int64_t most;  // the largest chunk count
+};
+
+template <int Bytes>
+__global__ void __launch_bounds__(gather_threads) gather_kernel(const GatherTask<Bytes> t) {
+  const std::int64_t total = t.most * t.n;
+  for (std::int64_t q = blockIdx.x; q < total; q += gridDim.x) {
+    const auto& p = t.p[q % t.n];
+    const std::int64_t j = q / t.n;
+    if (j >= p.chunks) continue;
+    const std::int64_t first = j * gather_chunk + threadIdx.x;
+    element<Bytes> v[gather_unroll];
+    // Every load of the chunk before any store: several reads over NVLink in flight per thread.
+#pragma unroll
+    for (int u = 0; u < gather_unroll; ++u) {
+      const std::int64_t e = first + u * gather_threads;
+      if (e < p.count) v[u] = p.src[(e / p.width) * p.src_pitch + e % p.width];
+    }
+#pragma unroll
+    for (int u = 0; u < gather_unroll; ++u) {
+      const std::int64_t e = first + u * gather_threads;
+      if (e < p.count) p.dst[(e / p.width) * p.dst_pitch + e % p.width] = v[u];
+    }
+  }
+}
+
+template <int Bytes>
+void gather_as(int device, void* stream, const gather_piece* pieces, int n) {
+  GatherTask<Bytes> t{};
+  t.n = 0;
+  t.most = 0;
+  for (int i = 0; i < n; ++i) {
+    const gather_piece& g = pieces[i];
+    if (g.width == 0 || g.height == 0) continue;
+    auto& p = t.p[t.n++];
+    p.src = static_cast<const element<Bytes>*>(g.src);
+    p.dst = static_cast<element<Bytes>*>(g.dst);
+    p.width = static_cast<std::int64_t>(g.width / Bytes);
+    p.src_pitch = static_cast<std::int64_t>(g.src_pitch / Bytes);
+    p.dst_pitch = static_cast<std::int64_t>(g.dst_pitch / Bytes);
+    p.count = p.width * static_cast<std::int64_t>(g.height);
+    p.chunks = (p.count + gather_chunk - 1) / gather_chunk;
+    if (p.chunks > t.most) t.most = p.chunks;
+  }
+  if (t.n == 0) return;
+  const index_t work = t.most * t.n;
+  const index_t cap = sm_count(device) * 8;
+  launch(&gather_kernel<Bytes>, dim3(static_cast<unsigned>(work < cap ? work : cap)), gather_threads, t, device, 0,
+         "gather_kernel", stream);
+}
+
 }  // namespace
+
+bool gather_rows(int device, void* stream, const gather_piece* pieces, int n) {
+  if (n > gather_max_pieces) return false;
+  auto all = [&](std::size_t b) {
+    for (int i = 0; i < n; ++i) {
+      const gather_piece& g = pieces[i];
+      if (g.width % b || g.src_pitch % b || g.dst_pitch % b || reinterpret_cast<std::uintptr_t>(g.src) % b ||
+          reinterpret_cast<std::uintptr_t>(g.dst) % b)
+        return false;
+    }
+    return true;
+  };
+  if (all(16)) gather_as<16>(device, stream, pieces, n);
+  else if (all(8)) gather_as<8>(device, stream, pieces, n);
+  else if (all(4)) gather_as<4>(device, stream, pieces, n);
+  else return false;
+  return true;
+}
 
 bool pitched_copy(int device, void* stream, void* dst, std::size_t dst_pitch, const void* src, std::size_t src_pitch,
                   std::size_t width, std::size_t height) {

@@ -21,4 +21,17 @@ void strided_copy(int device, const void* src, const std::int64_t* src_st, void*
 bool pitched_copy(int device, void* stream, void* dst, std::size_t dst_pitch, const void* src, std::size_t src_pitch,
                   std::size_t width, std::size_t height);
 
+// One destination's pieces of a batch of copies between GPUs (TESSERA_PEER_KERNEL=3): `height` rows
+// of `width` bytes each, read over NVLink (or locally) by the destination's SMs.
+struct gather_piece {
+  const void* src;
+  void* dst;
+  std::size_t src_pitch, dst_pitch, width, height;
+};
+inline constexpr int gather_max_pieces = 16;
+// Copies every piece with one kernel on `device`, queued on `stream`, its blocks spread over the
+// pieces (every source read at once) instead of one copy after another. Returns false, queuing
+// nothing, for more than gather_max_pieces pieces or sizes and addresses not multiples of 4.
+bool gather_rows(int device, void* stream, const gather_piece* pieces, int n);
+
 }  // namespace tessera::detail::cuda

@@ -40,6 +40,9 @@ namespace {
 // H100s the re-sharding of bench_stencil took 1.94 ms with the copy engines and 1.95 ms with
 // pitched kernel copies (docs/performance.md), so the copy engines stay the default; the kernel is
 // there to try on machines where pitched peer copies are slow.
+// TESSERA_PEER_KERNEL=3 (experimental, not measured yet): each destination reads all its pieces of
+// a batch with one kernel (cuda::gather_rows), its blocks spread over the sources, where the copy
+// engines cap an all-to-all at 0.49x of one pair's bandwidth per device on 4 H200s.
 int peer_kernel_mode() {
   static const int mode = [] {
     const char* v = std::getenv("TESSERA_PEER_KERNEL");
@@ -70,6 +73,21 @@ struct event_releaser {
       if (e) (void)cudaEventDestroy(e);
   }
 };
+
+// Destination d's pieces (indices `mine` into c) in one gather kernel on `st`, when every source is
+// reached over NVLink; false, queuing nothing, otherwise.
+bool gather_on(int d, const copy_region* c, const std::vector<std::size_t>& mine, cudaStream_t st) {
+  std::vector<cuda::gather_piece> pieces;
+  for (std::size_t i : mine) {
+    const copy_region& r = c[i];
+    if (r.src_device != d &&
+        get().paths[static_cast<std::size_t>(d * get().gpu_count + r.src_device)] != copy_path::nvlink)
+      return false;
+    pieces.push_back({r.src, r.dst, r.height > 1 ? r.src_pitch : r.width, r.height > 1 ? r.dst_pitch : r.width,
+                      r.width, r.height});
+  }
+  return cuda::gather_rows(d, st, pieces.data(), static_cast<int>(pieces.size()));
+}
 
 // The pushed form of copy_peers (no ticket, not captured, every pair over NVLink both ways): each
 // source waits for the queued work of itself and of each destination it writes (their events),
@@ -251,7 +269,9 @@ void copy_peers(const copy_region* c, std::size_t n, copy_ticket* ticket) {
     auto turn = [&](std::size_t i) { return ((c[i].src_device - d) % gpus + gpus) % gpus; };
     std::stable_sort(mine.begin(), mine.end(), [&](std::size_t x, std::size_t y) { return turn(x) < turn(y); });
     const auto& pair_streams = gpu(d).peer_streams;
-    if (pair_streams.empty() || captured) {
+    if (!captured && peer_kernel_mode() == 3 && gather_on(d, c, mine, st)) {
+      // one kernel read every source at once
+    } else if (pair_streams.empty() || captured) {
       for (std::size_t i : mine) issue(c[i], st);
     } else {
       // One stream per source, each behind `st`'s waits (a gate event) and joined back into `st`
