@@ -82,10 +82,11 @@ TEST_CASE("copy and copyto to an unknown device are named errors and leave the s
   }
 }
 
-// Large enough (over 32 MiB crossing between GPUs) that on 3 or more GPUs the re-shard goes as NCCL
-// sends and receives by default (comm::exchange): pieces packed on the sources (columns -> rows),
-// unpacked on the destinations (rows -> columns), and from a stepped view. The `.nccl` ctest
-// variant forces that path with 1 MiB chunks, so every size here runs in several chunks.
+// Large enough (over 32 MiB crossing between GPUs) that on 3 or more GPUs the re-shard goes to one
+// gather kernel per destination by default (rt::gathers_between_gpus), and from a stepped view.
+// The `.nccl` ctest variant sends every batch through NCCL (comm::exchange) in 1 MiB chunks, so
+// every size here runs in several chunks: pieces packed on the sources (columns -> rows),
+// unpacked on the destinations (rows -> columns).
 TEST_CASE("large re-shards between every split match the source element by element") {
   for (const auto& ds : device_sets()) {
     const index_t m = 4097, n = 4099;  // odd: uneven blocks and 4-byte rows

@@ -33,7 +33,9 @@ namespace {
 
 // TESSERA_PEER_NCCL: unset, batches that cross between 3 or more GPUs and move at least
 // kDefaultMinBytes go through NCCL (on 2 GPUs a pair's copy engines are not the limit, and small
-// batches such as halos would pay NCCL's launch); 0 never; 1 every qualifying batch.
+// batches such as halos would pay NCCL's launch), unless the runtime's gather kernels take them
+// (every pair over NVLink: rt::gathers_between_gpus, faster on 4 H200s); 0 never; 1 every
+// qualifying batch.
 constexpr std::size_t kDefaultMinBytes = std::size_t{32} << 20;
 int peer_nccl_mode() {
   static const int mode = [] {
@@ -141,7 +143,7 @@ bool exchange(const rt::copy_region* c, std::size_t n) {
       sent[index(c[i].src_device)] += c[i].width * c[i].height;
       total += c[i].width * c[i].height;
     }
-  if (mode < 0 && (devices.size() < 3 || total < kDefaultMinBytes)) return false;
+  if (mode < 0 && (devices.size() < 3 || total < kDefaultMinBytes || rt::gathers_between_gpus(c, n))) return false;
 
   // NCCL moves contiguous bytes: rows at a pitch other than their width go through staging.
   std::vector<piece> pieces;

@@ -150,20 +150,23 @@ void gather_as(int device, void* stream, const gather_piece* pieces, int n) {
 }  // namespace
 
 bool gather_rows(int device, void* stream, const gather_piece* pieces, int n) {
-  if (n > gather_max_pieces) return false;
-  auto all = [&](std::size_t b) {
-    for (int i = 0; i < n; ++i) {
-      const gather_piece& g = pieces[i];
-      if (g.width % b || g.src_pitch % b || g.dst_pitch % b || reinterpret_cast<std::uintptr_t>(g.src) % b ||
-          reinterpret_cast<std::uintptr_t>(g.dst) % b)
-        return false;
-    }
-    return true;
-  };
-  if (all(16)) gather_as<16>(device, stream, pieces, n);
-  else if (all(8)) gather_as<8>(device, stream, pieces, n);
-  else if (all(4)) gather_as<4>(device, stream, pieces, n);
-  else return false;
+  // More pieces than one kernel's parameters hold: one kernel per group of them.
+  for (int first = 0; first < n; first += gather_max_pieces) {
+    const gather_piece* g = pieces + first;
+    const int k = n - first < gather_max_pieces ? n - first : gather_max_pieces;
+    auto all = [&](std::size_t b) {
+      for (int i = 0; i < k; ++i)
+        if (g[i].width % b || g[i].src_pitch % b || g[i].dst_pitch % b || reinterpret_cast<std::uintptr_t>(g[i].src) % b ||
+            reinterpret_cast<std::uintptr_t>(g[i].dst) % b)
+          return false;
+      return true;
+    };
+    if (all(16)) gather_as<16>(device, stream, g, k);
+    else if (all(8)) gather_as<8>(device, stream, g, k);
+    else if (all(4)) gather_as<4>(device, stream, g, k);
+    else if (all(2)) gather_as<2>(device, stream, g, k);
+    else gather_as<1>(device, stream, g, k);
+  }
   return true;
 }
 

@@ -21,7 +21,7 @@ void strided_copy(int device, const void* src, const std::int64_t* src_st, void*
 bool pitched_copy(int device, void* stream, void* dst, std::size_t dst_pitch, const void* src, std::size_t src_pitch,
                   std::size_t width, std::size_t height);
 
-// One destination's pieces of a batch of copies between GPUs (TESSERA_PEER_KERNEL=3): `height` rows
+// One destination's pieces of a batch of copies between GPUs (rt::gathers_between_gpus): `height` rows
 // of `width` bytes each, read over NVLink (or locally) by the destination's SMs.
 struct gather_piece {
   const void* src;
@@ -30,8 +30,9 @@ struct gather_piece {
 };
 inline constexpr int gather_max_pieces = 16;
 // Copies every piece with one kernel on `device`, queued on `stream`, its blocks spread over the
-// pieces (every source read at once) instead of one copy after another. Returns false, queuing
-// nothing, for more than gather_max_pieces pieces or sizes and addresses not multiples of 4.
+// pieces (every source read at once) instead of one copy after another; more than
+// gather_max_pieces pieces take one kernel per group of them. Loads are 16, 8, 4, 2 or 1 bytes
+// wide, the widest that every size, pitch and address allows. Returns true (the kernels are queued).
 bool gather_rows(int device, void* stream, const gather_piece* pieces, int n);
 
 }  // namespace tessera::detail::cuda

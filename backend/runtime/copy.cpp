@@ -34,19 +34,18 @@ bool peer_streams_enabled() {
 namespace {
 
 #if TESSERA_HAS_CUDA
-// Which copies between GPUs with peer access a kernel makes (backend/cuda/strided_copy.cu,
-// pitched_copy: the destination's SMs read the source over NVLink) instead of the copy engines:
-// TESSERA_PEER_KERNEL=0 none (the default), 1 the pitched ones (blocks of a matrix), 2 all. On 2
-// H100s the re-sharding of bench_stencil took 1.94 ms with the copy engines and 1.95 ms with
-// pitched kernel copies (docs/performance.md), so the copy engines stay the default; the kernel is
-// there to try on machines where pitched peer copies are slow.
-// TESSERA_PEER_KERNEL=3 (experimental, not measured yet): each destination reads all its pieces of
-// a batch with one kernel (cuda::gather_rows), its blocks spread over the sources, where the copy
-// engines cap an all-to-all at 0.49x of one pair's bandwidth per device on 4 H200s.
+// Which copies between GPUs with peer access a kernel makes (backend/cuda/strided_copy.cu: the
+// destination's SMs read the source over NVLink) instead of the copy engines: TESSERA_PEER_KERNEL=0
+// none, 1 the pitched ones (blocks of a matrix), 2 all, 3 each destination's pieces of every batch
+// in one gather kernel; unset (-1), the gather kernel for large batches over 3 or more GPUs
+// (gathers_between_gpus). Measured by bench_stencil (2): a re-shard of 16384^2 floats on 4 H200s
+// moved 0.76x of one pair's peer bandwidth per device with the gather kernel, 0.64x through NCCL,
+// 0.48x on the copy engines (one stream per pair). One pitched kernel per piece gained nothing on 2
+// H100s (1.95 ms against 1.94 ms), as that copy fills the GPU for one source at a time.
 int peer_kernel_mode() {
   static const int mode = [] {
     const char* v = std::getenv("TESSERA_PEER_KERNEL");
-    return v == nullptr || *v == '\0' ? 0 : std::atoi(v);
+    return v == nullptr || *v == '\0' ? -1 : std::atoi(v);
   }();
   return mode;
 }
@@ -192,6 +191,7 @@ void copy_peers(const copy_region* c, std::size_t n, copy_ticket* ticket) {
                path(c[i].src_device, c[i].dst_device) == copy_path::nvlink;
     if (nvlink) return push_peers(c, n);
   }
+  const bool gather = !captured && gathers_between_gpus(c, n);
   std::vector<int> srcs, dsts;
   auto add = [](std::vector<int>& v, int d) {
     if (std::find(v.begin(), v.end(), d) == v.end()) v.push_back(d);
@@ -269,7 +269,7 @@ void copy_peers(const copy_region* c, std::size_t n, copy_ticket* ticket) {
     auto turn = [&](std::size_t i) { return ((c[i].src_device - d) % gpus + gpus) % gpus; };
     std::stable_sort(mine.begin(), mine.end(), [&](std::size_t x, std::size_t y) { return turn(x) < turn(y); });
     const auto& pair_streams = gpu(d).peer_streams;
-    if (!captured && peer_kernel_mode() == 3 && gather_on(d, c, mine, st)) {
+    if (gather && gather_on(d, c, mine, st)) {
       // one kernel read every source at once
     } else if (pair_streams.empty() || captured) {
       for (std::size_t i : mine) issue(c[i], st);
@@ -504,6 +504,30 @@ void copy_many(const copy_region* regions, std::size_t n, copy_ticket* ticket) {
 #endif
 }
 }  // namespace
+
+bool gathers_between_gpus(const copy_region* c, std::size_t n) {
+#if TESSERA_HAS_CUDA
+  const int mode = peer_kernel_mode();
+  if ((mode >= 0 && mode != 3) || capturing()) return false;
+  const state& s = get();
+  std::vector<int> devices;
+  std::size_t moved = 0;
+  for (std::size_t i = 0; i < n; ++i) {
+    const copy_region& r = c[i];
+    if (r.width == 0 || r.height == 0 || r.src_device == r.dst_device) continue;
+    for (int d : {r.src_device, r.dst_device}) {
+      if (!is_gpu(s, d) || is_remote(d)) return false;
+      if (std::find(devices.begin(), devices.end(), d) == devices.end()) devices.push_back(d);
+    }
+    if (s.paths[static_cast<std::size_t>(r.dst_device * s.gpu_count + r.src_device)] != copy_path::nvlink) return false;
+    moved += r.width * r.height;
+  }
+  return !devices.empty() && (mode == 3 || (devices.size() >= 3 && moved >= (std::size_t{32} << 20)));
+#else
+  (void)c, (void)n;
+  return false;
+#endif
+}
 
 void copy_between_many(const copy_region* regions, std::size_t n) {
   refuse_while_recording("a copy between devices");

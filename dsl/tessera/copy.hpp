@@ -184,7 +184,7 @@ void copy_into(const Layout<T, N>& dst, const Layout<T, N>& src, rt::copy_ticket
   // copies in both directions together) and in any order against the packed ones above.
   if (async) {
     rt::start_copies(batch.data(), batch.size(), *async);
-  } else if (!comm::exchange(batch.data(), batch.size())) {  // NCCL for large batches over 3+ GPUs
+  } else if (!comm::exchange(batch.data(), batch.size())) {  // NCCL, where gather kernels cannot
     rt::copy_between_many(batch.data(), batch.size());
   }
 }
