@@ -15,12 +15,14 @@
 # `mgrace [WAVES [BASE_TREE]]`: test_solver's repeated split cholesky in 8 processes at once, WAVES
 # times (default 4; MGRACE_REPEAT factors per size each, default 3), with GPU 0 kept busy, printing
 # every wrong factor's message; BASE_TREE's first.
+# `scaling`: the copy, halo, stencil, overlap and capture tests (every ctest variant), then
+# bench_stencil with its diagnostic rows.
 # `launch`: the bare launch's host cost (bench/support/launch_probe.cu), then bench_capture through
 # the driver and through the runtime (TESSERA_RUNTIME_LAUNCH=1).
 # `peer`: the copy tests (default and forced NCCL copies, and the gather kernel), then bench_stencil's re-shard and
 # bench_fft's fft2 with the default, the copy engines and other NCCL chunk sizes (PEER_VARIANTS adds
 # more: space-separated variants, each VAR=value settings joined by commas).
-# Usage: bash scripts/gpu_check.sh [tests|bench|all|multi|suite|stress [N]|mgrace [WAVES [BASE_TREE]]|peer|launch|ab BASE_TREE]
+# Usage: bash scripts/gpu_check.sh [tests|bench|all|multi|suite|stress [N]|mgrace [WAVES [BASE_TREE]]|peer|scaling|launch|ab BASE_TREE]
 set -uo pipefail
 ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 OUT=${OUT:-/tmp/tessera-out}
@@ -214,6 +216,22 @@ if [ "$what" = peer ]; then
     env ${v//,/ } "$BUILD_DIR/bench_stencil" 2>&1 | grep -E "^  \(2\) (copyto|re-shard)|GB/s per device" | tail -n 7
     env ${v//,/ } "$BUILD_DIR/bench_fft" --reps 5 2>&1 | grep -E "^  \(2\) fft2" | tail -n 1
   done
+fi
+if [ "$what" = scaling ]; then
+  # Issue 22 items 1 and 2 on a machine of several GPUs: the copy, halo, stencil, overlap and capture
+  # tests (every ctest variant: default, NCCL, gather kernels), then bench_stencil with its
+  # diagnostic rows (the sweep alone, the hidden sweep captured).
+  source "$ROOT/scripts/common.sh"
+  set +e
+  configure > "$OUT/configure.log" 2>&1 || { tail -n 30 "$OUT/configure.log"; exit 1; }
+  tests="test_copy test_halo test_placement test_fft_distributed test_stencil_paths test_hide_communication test_capture"
+  cmake --build "$BUILD_DIR" --target bench_stencil $tests -j "$(nproc)" > "$OUT/scaling_build.log" 2>&1 ||
+    { grep -E "error" "$OUT/scaling_build.log" | head -20; exit 1; }
+  (cd "$BUILD_DIR" && ctest -L gpu -R "^($(echo $tests | tr ' ' '|'))\\." -j 4 --output-on-failure) > "$OUT/scaling_ctest.log" 2>&1 ||
+    { status=1; grep -B4 -A8 -E "ERROR:|FATAL|terminate|what\(\)" "$OUT/scaling_ctest.log" | head -n 60; }
+  grep -E "tests passed|Failed|\*\*\*" "$OUT/scaling_ctest.log" | tail -n 12
+  "$BUILD_DIR/bench_stencil" --reps ${SCALING_REPS:-5} > "$OUT/bench_stencil.log" 2>&1 || status=1
+  sed -n '/^  (2) copyto/,$p' "$OUT/bench_stencil.log" | grep -v "^      [0-9.]* iterations/s"
 fi
 if [ "$what" = launch ]; then
   # Issue 22 item 3: the bare launch's host cost on this machine (bench/support/launch_probe.cu),
