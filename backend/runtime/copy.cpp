@@ -92,7 +92,8 @@ bool gather_on(int d, const copy_region* c, const std::vector<std::size_t>& mine
 // source waits for the queued work of itself and of each destination it writes (their events),
 // issues its pieces per destination on its pair stream for that destination (its main stream on 2
 // GPUs or with TESSERA_PEER_STREAMS=0), in rotated order; once all are queued, both main streams
-// of each pair wait for that pair's event.
+// of each pair wait for that pair's event. A batch that gathers_between_gpus takes goes instead
+// as one kernel per source on its main stream, writing every destination at once (a scatter).
 void push_peers(const copy_region* c, std::size_t n) {
   const auto G = static_cast<std::size_t>(get().gpu_count);
   std::vector<int> devices;
@@ -120,11 +121,34 @@ void push_peers(const copy_region* c, std::size_t n) {
     cudaStream_t on;
   };
   std::vector<join> joins;
+  const bool scatter = gathers_between_gpus(c, n);
   for (int s : devices) {
     std::vector<std::size_t> mine;
     for (std::size_t i = 0; i < n; ++i)
       if (c[i].src_device == s) mine.push_back(i);
     if (mine.empty()) continue;
+    if (scatter) {
+      // The gather kernel run by the source over all its pieces: its blocks write every
+      // destination at once, reading locally (NCCL's direction).
+      device_guard guard(s);
+      const cudaStream_t st = main_stream(s);
+      std::vector<int> to;
+      std::vector<cuda::gather_piece> pieces;
+      for (std::size_t i : mine) {
+        const copy_region& r = c[i];
+        if (std::find(to.begin(), to.end(), r.dst_device) == to.end()) {
+          to.push_back(r.dst_device);
+          cuda_check(cudaStreamWaitEvent(st, ready[static_cast<std::size_t>(r.dst_device)], 0), "cudaStreamWaitEvent",
+                     s);
+        }
+        pieces.push_back({r.src, r.dst, r.height > 1 ? r.src_pitch : r.width, r.height > 1 ? r.dst_pitch : r.width,
+                          r.width, r.height});
+      }
+      cuda::gather_rows(s, st, pieces.data(), static_cast<int>(pieces.size()));
+      const cudaEvent_t done = record(s, st);
+      for (int d : to) joins.push_back({s, d, done, st});
+      continue;
+    }
     auto turn = [&](std::size_t i) { return ((c[i].dst_device - s) % gpus + gpus) % gpus; };
     std::stable_sort(mine.begin(), mine.end(), [&](std::size_t x, std::size_t y) { return turn(x) < turn(y); });
     for (std::size_t k = 0; k < mine.size();) {
