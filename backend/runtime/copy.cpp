@@ -35,13 +35,15 @@ namespace {
 
 #if TESSERA_HAS_CUDA
 // Which copies between GPUs with peer access a kernel makes (backend/cuda/strided_copy.cu: the
-// destination's SMs read the source over NVLink) instead of the copy engines: TESSERA_PEER_KERNEL=0
-// none, 1 the pitched ones (blocks of a matrix), 2 all, 3 each destination's pieces of every batch
-// in one gather kernel; unset (-1), the gather kernel for large batches over 3 or more GPUs
-// (gathers_between_gpus). Measured by bench_stencil (2): a re-shard of 16384^2 floats on 4 H200s
-// moved 0.76x of one pair's peer bandwidth per device with the gather kernel, 0.64x through NCCL,
-// 0.48x on the copy engines (one stream per pair). One pitched kernel per piece gained nothing on 2
-// H100s (1.95 ms against 1.94 ms), as that copy fills the GPU for one source at a time.
+// destination's SMs read the source over NVLink, or pushed, the source's SMs write the
+// destination) instead of the copy engines: TESSERA_PEER_KERNEL=0 none, 1 the pitched ones (blocks
+// of a matrix), 2 all, 3 all of every batch's pieces of one device in one kernel (cuda::gather_rows:
+// its blocks spread over the pieces, so every source or destination is served at once); unset
+// (-1), that kernel for large batches over 3 or more GPUs (gathers_between_gpus), pushed by default
+// (peer_push_mode). Measured by bench_stencil (2), a re-shard of 16384^2 floats on 4 H200s, per
+// device against one pair's peer bandwidth: 0.756x pushed, 0.706x-0.759x pulled, 0.64x through
+// NCCL, 0.48x on the copy engines. One pitched kernel per piece gained nothing on 2 H100s (1.95 ms
+// against 1.94 ms): it fills the GPU for one source at a time.
 int peer_kernel_mode() {
   static const int mode = [] {
     const char* v = std::getenv("TESSERA_PEER_KERNEL");
@@ -50,17 +52,20 @@ int peer_kernel_mode() {
   return mode;
 }
 
-// Whether copies between GPUs are pushed by their sources (TESSERA_PEER_PUSH=1; off by default):
-// each piece is issued on a stream of the source device (its pair stream for that destination),
-// so a kernel copy (TESSERA_PEER_KERNEL) runs on the source's SMs, reading locally and writing
-// over NVLink, as NCCL's transport does, and a copy-engine copy runs on the source's engines.
-// Measured beside the pulled copies by bench_stencil (2) (docs/performance.md).
-bool peer_push_enabled() {
-  static const bool on = [] {
+// Whether copies between GPUs are pushed by their sources: each piece is issued on a stream of
+// the source device, so a kernel copy runs on the source's SMs, reading locally and writing over
+// NVLink, as NCCL's transport does, and a copy-engine copy runs on the source's engines.
+// TESSERA_PEER_PUSH=1 pushes every batch (no ticket, not captured, NVLink both ways), 0 none;
+// unset (-1), the batches that the kernels take (gathers_between_gpus) are pushed, as one scatter
+// kernel per source: a re-shard of 16384^2 floats on 4 H200s moved 0.756x of one pair's peer
+// bandwidth per device pushed, 0.706x pulled by one gather kernel per destination (bench_stencil
+// (2), docs/performance.md).
+int peer_push_mode() {
+  static const int mode = [] {
     const char* v = std::getenv("TESSERA_PEER_PUSH");
-    return v != nullptr && std::atoi(v) != 0;
+    return v == nullptr || *v == '\0' ? -1 : (std::atoi(v) != 0 ? 1 : 0);
   }();
-  return on;
+  return mode;
 }
 
 // Destroys a batch's events however the batch ends (CUDA keeps an event until the waits queued
@@ -205,7 +210,9 @@ void push_peers(const copy_region* c, std::size_t n) {
 void copy_peers(const copy_region* c, std::size_t n, copy_ticket* ticket) {
   if (capture_links_devices()) return;  // an independent capture: recorded again, jointly
   const bool captured = capturing();
-  if (!captured && ticket == nullptr && peer_push_enabled()) {
+  const bool gather = !captured && gathers_between_gpus(c, n);
+  const int push = peer_push_mode();
+  if (!captured && ticket == nullptr && (push == 1 || (push < 0 && gather))) {
     // A pushed kernel copy needs the source's access to the destination, a pulled one the reverse.
     bool nvlink = true;
     auto path = [](int a, int b) { return get().paths[static_cast<std::size_t>(a * get().gpu_count + b)]; };
@@ -215,7 +222,6 @@ void copy_peers(const copy_region* c, std::size_t n, copy_ticket* ticket) {
                path(c[i].src_device, c[i].dst_device) == copy_path::nvlink;
     if (nvlink) return push_peers(c, n);
   }
-  const bool gather = !captured && gathers_between_gpus(c, n);
   std::vector<int> srcs, dsts;
   auto add = [](std::vector<int>& v, int d) {
     if (std::find(v.begin(), v.end(), d) == v.end()) v.push_back(d);
