@@ -17,12 +17,13 @@
 # every wrong factor's message; BASE_TREE's first.
 # `scaling`: the copy, halo, stencil, overlap and capture tests (every ctest variant), then
 # bench_stencil with its diagnostic rows.
+# `bulk`: the elementwise tests, then bench_elementwise with and without the staged vector path.
 # `launch`: the bare launch's host cost (bench/support/launch_probe.cu), then bench_capture through
 # the driver and through the runtime (TESSERA_RUNTIME_LAUNCH=1).
 # `peer`: the copy tests (default and forced NCCL copies, and the gather kernel), then bench_stencil's re-shard and
 # bench_fft's fft2 with the default, the copy engines and other NCCL chunk sizes (PEER_VARIANTS adds
 # more: space-separated variants, each VAR=value settings joined by commas).
-# Usage: bash scripts/gpu_check.sh [tests|bench|all|multi|suite|stress [N]|mgrace [WAVES [BASE_TREE]]|peer|scaling|launch|ab BASE_TREE]
+# Usage: bash scripts/gpu_check.sh [tests|bench|all|multi|suite|stress [N]|mgrace [WAVES [BASE_TREE]]|peer|scaling|bulk|launch|ab BASE_TREE]
 set -uo pipefail
 ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 OUT=${OUT:-/tmp/tessera-out}
@@ -232,6 +233,26 @@ if [ "$what" = scaling ]; then
   grep -E "tests passed|Failed|\*\*\*" "$OUT/scaling_ctest.log" | tail -n 12
   "$BUILD_DIR/bench_stencil" --reps ${SCALING_REPS:-5} > "$OUT/bench_stencil.log" 2>&1 || status=1
   sed -n '/^  (2) copyto/,$p' "$OUT/bench_stencil.log" | grep -v "^      [0-9.]* iterations/s"
+fi
+if [ "$what" = bulk ]; then
+  # Issue 22 item 4: the staged vector path (bulk copies into shared memory) against the per-thread
+  # vector loads (TESSERA_ELEMENTWISE_BULK=0), alternating, after the elementwise tests on the GPU.
+  source "$ROOT/scripts/common.sh"
+  set +e
+  configure > "$OUT/configure.log" 2>&1 || { tail -n 30 "$OUT/configure.log"; exit 1; }
+  tests="test_operators test_functions test_functions_more test_half_arrays test_broadcast test_complex test_views_assign"
+  cmake --build "$BUILD_DIR" --target bench_elementwise $tests -j "$(nproc)" > "$OUT/bulk_build.log" 2>&1 ||
+    { grep -E "error" "$OUT/bulk_build.log" | head -20; exit 1; }
+  (cd "$BUILD_DIR" && ctest -L gpu -R "^($(echo $tests | tr ' ' '|'))\\." -j 4 --output-on-failure) > "$OUT/bulk_ctest.log" 2>&1 ||
+    { status=1; grep -B4 -A8 -E "ERROR:|FATAL|terminate|what\(\)" "$OUT/bulk_ctest.log" | head -n 60; }
+  grep -E "tests passed|Failed|\*\*\*" "$OUT/bulk_ctest.log" | tail -n 12
+  for round in 1 2; do
+    for v in 1 0; do
+      echo "== round $round, TESSERA_ELEMENTWISE_BULK=$v"
+      TESSERA_ELEMENTWISE_BULK=$v "$BUILD_DIR/bench_elementwise" > "$OUT/bench_elementwise_${round}_$v.log" 2>&1 || status=1
+      sed -n '/== summary/,$p' "$OUT/bench_elementwise_${round}_$v.log"
+    done
+  done
 fi
 if [ "$what" = launch ]; then
   # Issue 22 item 3: the bare launch's host cost on this machine (bench/support/launch_probe.cu),

@@ -565,6 +565,34 @@ TEST_CASE("fused multi-term expressions equal the reference") {
   });
 }
 
+// Long contiguous operands take the staged vector path on Hopper GPUs (backend/cuda/executor.cuh:
+// each block's tile of every operand copied into shared memory by one bulk copy, an operand
+// repeated in the expression copied once); sizes around its thresholds and tiles (64 tiles of 768
+// floats, of 512 doubles), partial last tiles and lengths that are no multiple of the vector width.
+TEST_CASE("long contiguous expressions: every tile, repeated operands, mixed element sizes") {
+  for (const auto& ds : device_sets()) {
+    for (std::size_t n : {std::size_t{49151}, std::size_t{49152}, std::size_t{49153}, std::size_t{(1 << 20) + 3},
+                          std::size_t{3000001}}) {
+      INFO("device set " << set_name(ds) << ", n = " << n);
+      const auto av = random_values<float>(n), bv = random_values<float>(n);
+      const auto dv = random_values<double>(n), ev = random_values<double>(n);
+      const auto a = put(av, ds), b = put(bv, ds);
+      const auto d = put(dv, ds), e = put(ev, ds);
+      std::vector<double> want(n);
+      for (std::size_t k = 0; k < n; ++k) want[k] = double(av[k] + bv[k]);
+      EXPECT_EXPR_TOL(float, a + b, want, 0.0, 0.0);
+      for (std::size_t k = 0; k < n; ++k) want[k] = std::sin(double(av[k])) * bv[k] + 2.0 * av[k] - av[k] * av[k];
+      EXPECT_EXPR_TOL(float, sin(a) * b + 2 * a - a * a, want, 1e-5, 1e-5);
+      for (std::size_t k = 0; k < n; ++k) want[k] = dv[k] * ev[k] + dv[k];
+      EXPECT_EXPR_TOL(double, d * e + d, want, 1e-15, 1e-15);
+      for (std::size_t k = 0; k < n; ++k) want[k] = double(av[k]) * dv[k] - double(bv[k]);
+      EXPECT_EXPR_TOL(double, a * d - b, want, 1e-12, 1e-12);
+      check_values(to_host(a), av, 0.0, 0.0);
+      check_values(to_host(d), dv, 0.0, 0.0);
+    }
+  }
+}
+
 TEST_CASE("fused expression on a sharded matrix with a replicated column") {
   for (const auto& ds : device_sets()) {
     for (index_t cols : sweep_sizes()) {
