@@ -78,8 +78,9 @@ __global__ void __launch_bounds__(block_threads) elementwise_kernel(const ShardT
 // loads per thread, which is how CUB's DeviceTransform reaches 1.037x memcpy for c = a + b on an
 // H200 where the per-thread vector loads stop at 1.02x. One tile per block, bulk_threads threads
 // each computing bulk_items<E> elements, tiles sized so that 8 resident blocks per SM keep 48 KiB
-// of loads in flight (CUB's figure for an H200). Operands repeated in the expression (`a` in
-// sin(a) * b + 2 * a) are copied once. TESSERA_ELEMENTWISE_BULK=0 keeps the per-thread loads.
+// of loads in flight (CUB's figure for an H200); only for light expressions (below). Operands
+// repeated in the expression (`a` in a * b + a) are copied once. TESSERA_ELEMENTWISE_BULK=0 keeps
+// the per-thread loads.
 inline constexpr int bulk_threads = 256;
 // Array leaves of an evaluator (its operands read from memory).
 template <class E>
@@ -116,13 +117,37 @@ inline constexpr std::size_t bulk_smem = [] {
   total = tile * leaf_bytes<E>::value + 128 * static_cast<std::size_t>(leaf_count<E>::value);
   return total;
 }();
+// Expressions of a few additions, subtractions and products: the staged path waits for the tile
+// before computing, so it pays where the loads are everything (c = a + b: 1.037x memcpy against
+// 1.033x on an H200) and loses where the arithmetic is not free (sin(a) * b + 2 * a: 0.80x against
+// 1.04x with the per-thread loads, which overlap it with the loads of other chunks).
+template <class F>
+struct light_fn : std::false_type {};
+template <>
+struct light_fn<fn::plus> : std::true_type {};
+template <>
+struct light_fn<fn::minus> : std::true_type {};
+template <>
+struct light_fn<fn::multiplies> : std::true_type {};
+template <>
+struct light_fn<fn::negate> : std::true_type {};
+template <class E>
+struct light_expr : std::true_type {};
+template <class F, class... E>
+struct light_expr<NodeEval<F, E...>> : std::bool_constant<(light_fn<F>::value && ... && light_expr<E>::value)> {};
+template <class E>
+struct node_count : std::integral_constant<int, 0> {};
+template <class F, class... E>
+struct node_count<NodeEval<F, E...>> : std::integral_constant<int, (1 + ... + node_count<E>::value)> {};
+
 template <class Out, class E>
 inline constexpr bool bulk_path = [] {
   constexpr int K = vector_width<E, sizeof(typename Out::value_type)>;
 #ifdef TESSERA_NO_ELEMENTWISE_BULK
   return false;
 #endif
-  return leaf_count<E>::value >= 1 && leaves_stage_whole<E, K>::value && bulk_smem<E> <= 40 * 1024 &&
+  return leaf_count<E>::value >= 1 && light_expr<E>::value && node_count<E>::value <= 4 &&
+         leaves_stage_whole<E, K>::value && bulk_smem<E> <= 40 * 1024 &&
          (bulk_threads * bulk_items<E>) % K == 0;
 }();
 inline bool bulk_enabled() {
