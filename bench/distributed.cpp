@@ -8,9 +8,11 @@
 //      printed, the worst one is the figure;
 //  (4) tessera::allreduce(x) in place, 2^K float per device, x replicated over devices(), against
 //      raw ncclAllReduce on the same buffers and streams (communicators made with
-//      ncclCommInitRank across processes, ncclCommInitAll in one): measured in the same run.
+//      ncclCommInitRank across processes, ncclCommInitAll in one): measured in the same run;
+//  (5) copyto(y, x) of a 16384^2 float matrix from shard(1) to shard(0) over devices(): within one
+//      process the kernels' all-to-all, across processes NCCL sends and receives.
 //
-// (1)-(3) compare N processes x 1 GPU with 1 process x N GPUs, which cannot share one run: a rank
+// (1)-(3) and (5) compare N processes x 1 GPU with 1 process x N GPUs, which cannot share one run: a rank
 // sees only its own GPUs. So the program measures whatever configuration it runs in, and
 //
 //   bench_distributed --save base.txt                 # 1 process x N GPUs: writes its figures
@@ -230,6 +232,26 @@ struct Bench : tb::platform {
     }
   }
 
+  // (5): re-sharding a 16384^2 float matrix (1024^2 on host devices) from dim 1 to dim 0 over
+  // every device: each device sends (G-1)/G of its block to the others (issue 22 item 2: across
+  // ranks as within a process).
+  void reshard() {
+    const index_t m = gpu ? 16384 : 1024;
+    const double G = double(all.size());
+    say("\n(5) copyto(y, x): x shard(1) -> y shard(0), %lldx%lld float over %s; slowest rank's median ms; "
+        "GB/s per device\n    = bytes each device sends to the others / time\n",
+        static_cast<long long>(m), static_cast<long long>(m), all_label.c_str());
+    const Array<float, 2> x = rand<float>({m, m}, shard(1));
+    Array<float, 2> y = zeros<float>({m, m}, shard(0));
+    copyto(y, x);
+    const index_t i = m - 3, j = 5;
+    if (y.at(i, j) != x.at(i, j)) wrong("re-shard y(m - 3, 5)", y.at(i, j), x.at(i, j));
+    const double t = slowest(run.time(local, static_cast<int>(o.batch), [&] { copyto(y, x); }).median);
+    const double per_device = 4.0 * double(m) * double(m) / G * (G - 1) / G;
+    row("copyto(y shard(0), x shard(1))", t, per_device, where());
+    mine["reshard_ms"] = t;
+  }
+
   // (4): Tessera's allreduce against raw NCCL on the same buffers.
   void allreduce_case() {
     const index_t n = index_t(1) << o.log2ar;
@@ -272,7 +294,8 @@ struct Bench : tb::platform {
       const std::string how = ranks > 1 ? "needs --against FILE from a 1-process run with --save FILE"
                                          : "1 process: run scripts/bench_distributed.sh N for the ratio";
       std::vector<tb::summary_row> front;
-      for (const char* m : {"(1) c = a + b", "(2) c = sin(a) * b + 2 * a", "(3) sum to host", "(3b) sum after elementwise"})
+      for (const char* m : {"(1) c = a + b", "(2) c = sin(a) * b + 2 * a", "(3) sum to host", "(3b) sum after elementwise",
+                            "(5) re-shard"})
         front.push_back({std::string(m) + ", N procs vs 1 proc", std::nullopt, 0.95, true, ">= 0.95x", how});
       rows.insert(rows.begin(), front.begin(), front.end());
       return;
@@ -291,7 +314,8 @@ struct Bench : tb::platform {
          ">= 0.95x", note},
         {"(3) sum to host, " + where() + " vs 1 proc", ratio("sum_us"), 0.95, true, ">= 0.95x", note},
         {"(3b) sum after elementwise, " + where() + " vs 1 proc", ratio("sum_interleaved_us"), 0.95, true, ">= 0.95x",
-         note}};
+         note},
+        {"(5) re-shard, " + where() + " vs 1 proc", ratio("reshard_ms"), 0.95, true, ">= 0.95x", note}};
     rows.insert(rows.begin(), front.begin(), front.end());
     if (base.count("allreduce_ms") && base.count("raw_allreduce_ms"))
       say("\n1-process baseline: allreduce raw / Tessera %sx\n", fixed(base.at("raw_allreduce_ms") / base.at("allreduce_ms")).c_str());
@@ -342,6 +366,7 @@ int main(int argc, char** argv) {
     b.elementwise();
     b.host_sum();
     b.allreduce_case();
+    b.reshard();
     b.compare();
     if (b.speaker) {
       tb::print_late_warning(b.run.late, o.spin_us);

@@ -520,6 +520,32 @@ TEST_CASE("copies between placements that cross ranks") {
   }
 }
 
+// On GPUs of several ranks a re-shard moving 32 MiB or more between devices goes through NCCL
+// (comm::exchange across ranks: pieces packed on their sources, unpacked on their destinations,
+// each rank staging and queuing only its own part); ranks sharing a GPU keep host staging and MPI.
+// Odd sizes (uneven blocks, 4-byte rows), both directions, and a block of a view.
+TEST_CASE("large re-shards across ranks") {
+  for (const DeviceSet& D : sets()) {
+    const bool big = on_gpus(D);
+    const index_t m = big ? 4097 : 515, n = big ? 4201 : 333;
+    INFO(set_name(D) << ", shape " << m << "x" << n);
+    const auto M = static_cast<std::size_t>(m), N = static_cast<std::size_t>(n);
+    const auto v = values<float>(M * N, 130, -2, 2);
+    const Array<float, 2> x = from_host(v, {m, n}, shard(1, D));
+    const Array<float, 2> rows = copy(x, shard(0, D));
+    check_values(to_host(rows), v, 0, 0, "copy(shard(1) -> shard(0))");
+    const Array<float, 2> cols = copy(rows, shard(1, D));
+    check_values(to_host(cols), v, 0, 0, "copy(shard(0) -> shard(1))");
+    Array<float, 2> z = zeros<float>({m - 2, n - 3}, shard(0, D));
+    copyto(z, cols(range(1, m - 1), range(2, n - 1)));
+    std::vector<float> want((M - 2) * (N - 3));
+    for (std::size_t j = 0; j + 3 < N; ++j)
+      for (std::size_t i = 0; i + 2 < M; ++i) want[i + j * (M - 2)] = v[(i + 1) + (j + 2) * M];
+    check_values(to_host(z), want, 0, 0, "copyto(shard(0) <- a window of shard(1))");
+    check_values(to_host(x), v, 0, 0, "the source after the copies");
+  }
+}
+
 namespace {
 
 // Periodic ghost cells of a column-major m x n host array (docs/semantics.md): rows first, then
