@@ -18,12 +18,13 @@
 # `scaling`: the copy, halo, stencil, overlap and capture tests (every ctest variant), then
 # bench_stencil with its diagnostic rows.
 # `bulk`: the elementwise tests, then bench_elementwise with and without the staged vector path.
+# `ranks`: the distributed tests under mpirun on the GPUs, then bench_distributed.
 # `launch`: the bare launch's host cost (bench/support/launch_probe.cu), then bench_capture through
 # the driver and through the runtime (TESSERA_RUNTIME_LAUNCH=1).
 # `peer`: the copy tests (default and forced NCCL copies, and the gather kernel), then bench_stencil's re-shard and
 # bench_fft's fft2 with the default, the copy engines and other NCCL chunk sizes (PEER_VARIANTS adds
 # more: space-separated variants, each VAR=value settings joined by commas).
-# Usage: bash scripts/gpu_check.sh [tests|bench|all|multi|suite|stress [N]|mgrace [WAVES [BASE_TREE]]|peer|scaling|bulk|launch|ab BASE_TREE]
+# Usage: bash scripts/gpu_check.sh [tests|bench|all|multi|suite|stress [N]|mgrace [WAVES [BASE_TREE]]|peer|scaling|bulk|ranks|launch|ab BASE_TREE]
 set -uo pipefail
 ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 OUT=${OUT:-/tmp/tessera-out}
@@ -253,6 +254,22 @@ if [ "$what" = bulk ]; then
       sed -n '/== summary/,$p' "$OUT/bench_elementwise_${round}_$v.log"
     done
   done
+fi
+if [ "$what" = ranks ]; then
+  # Issue 22 item 2 across ranks: the distributed value tests under mpirun (1, 2 and 4 ranks on the
+  # GPUs), then bench_distributed (1 process x N GPUs against N processes x 1 GPU).
+  gpus=$(nvidia-smi -L | grep -c '^GPU ')
+  source "$ROOT/scripts/common.sh"
+  set +e
+  configure > "$OUT/configure.log" 2>&1 || { tail -n 30 "$OUT/configure.log"; exit 1; }
+  cmake --build "$BUILD_DIR" --target test_distributed_values test_distributed bench_distributed -j "$(nproc)" \
+    > "$OUT/ranks_build.log" 2>&1 || { grep -E "error" "$OUT/ranks_build.log" | head -20; exit 1; }
+  (cd "$BUILD_DIR" && ctest -R "^test_distributed(_values)?\\.mpi[0-9x]+\\.cuda$" --output-on-failure) > "$OUT/ranks_ctest.log" 2>&1 ||
+    { status=1; grep -B4 -A12 -E "ERROR:|FATAL|terminate|what\(\)" "$OUT/ranks_ctest.log" | head -n 60; }
+  grep -E "tests passed|Failed|\*\*\*|Passed" "$OUT/ranks_ctest.log" | tail -n 12
+  BUILD_DIR="$BUILD_DIR" bash "$ROOT/scripts/bench_distributed.sh" "$gpus" 2>&1 | tee "$OUT/bench_distributed.log" |
+    grep -E "^\(5\)|copyto|summary|vs 1 proc|allreduce" | tail -n 14
+  [ "${PIPESTATUS[0]}" = 0 ] || status=1
 fi
 if [ "$what" = launch ]; then
   # Issue 22 item 3: the bare launch's host cost on this machine (bench/support/launch_probe.cu),
