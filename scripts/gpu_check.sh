@@ -19,12 +19,14 @@
 # bench_stencil with its diagnostic rows.
 # `bulk`: the elementwise tests, then bench_elementwise with and without the staged vector path.
 # `ranks`: the distributed tests under mpirun on the GPUs, then bench_distributed.
+# `final`: the tests of the paths a session changed and bench_elementwise, when the suite no
+# longer fits the session's device time.
 # `launch`: the bare launch's host cost (bench/support/launch_probe.cu), then bench_capture through
 # the driver and through the runtime (TESSERA_RUNTIME_LAUNCH=1).
 # `peer`: the copy tests (default and forced NCCL copies, and the gather kernel), then bench_stencil's re-shard and
 # bench_fft's fft2 with the default, the copy engines and other NCCL chunk sizes (PEER_VARIANTS adds
 # more: space-separated variants, each VAR=value settings joined by commas).
-# Usage: bash scripts/gpu_check.sh [tests|bench|all|multi|suite|stress [N]|mgrace [WAVES [BASE_TREE]]|peer|scaling|bulk|ranks|launch|ab BASE_TREE]
+# Usage: bash scripts/gpu_check.sh [tests|bench|all|multi|suite|stress [N]|mgrace [WAVES [BASE_TREE]]|peer|scaling|bulk|ranks|final|launch|ab BASE_TREE]
 set -uo pipefail
 ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 OUT=${OUT:-/tmp/tessera-out}
@@ -270,6 +272,22 @@ if [ "$what" = ranks ]; then
   BUILD_DIR="$BUILD_DIR" bash "$ROOT/scripts/bench_distributed.sh" "$gpus" 2>&1 | tee "$OUT/bench_distributed.log" |
     grep -E "^\(5\)|copyto|summary|vs 1 proc|allreduce" | tail -n 14
   [ "${PIPESTATUS[0]}" = 0 ] || status=1
+fi
+if [ "$what" = final ]; then
+  # The tests of the paths changed since the last suite run (copies between GPUs, stencils and
+  # overlap, captures, elementwise, distributed values under mpirun), then bench_elementwise: for a
+  # session's last minutes of device time, when the whole suite no longer fits.
+  source "$ROOT/scripts/common.sh"
+  set +e
+  configure > "$OUT/configure.log" 2>&1 || { tail -n 30 "$OUT/configure.log"; exit 1; }
+  tests="test_copy test_halo test_placement test_fft_distributed test_stencil_paths test_hide_communication test_capture test_operators test_distributed_values"
+  cmake --build "$BUILD_DIR" --target bench_elementwise $tests -j "$(nproc)" > "$OUT/final_build.log" 2>&1 ||
+    { grep -E "error" "$OUT/final_build.log" | head -20; exit 1; }
+  (cd "$BUILD_DIR" && ctest -L gpu -R "^($(echo $tests | tr ' ' '|'))\\." -j 6 --output-on-failure) > "$OUT/final_ctest.log" 2>&1 ||
+    { status=1; grep -B4 -A12 -E "ERROR:|FATAL|terminate|what\(\)" "$OUT/final_ctest.log" | head -n 60; }
+  grep -E "tests passed|Failed|\*\*\*" "$OUT/final_ctest.log" | tail -n 12
+  "$BUILD_DIR/bench_elementwise" > "$OUT/bench_elementwise.log" 2>&1 || status=1
+  sed -n '/== summary/,$p' "$OUT/bench_elementwise.log"
 fi
 if [ "$what" = launch ]; then
   # Issue 22 item 3: the bare launch's host cost on this machine (bench/support/launch_probe.cu),
