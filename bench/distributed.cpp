@@ -294,8 +294,8 @@ struct Bench : tb::platform {
       const std::string how = ranks > 1 ? "needs --against FILE from a 1-process run with --save FILE"
                                          : "1 process: run scripts/bench_distributed.sh N for the ratio";
       std::vector<tb::summary_row> front;
-      for (const char* m : {"(1) c = a + b", "(2) c = sin(a) * b + 2 * a", "(3) sum to host", "(3b) sum after elementwise",
-                            "(5) re-shard"})
+      for (const char* m : {"(1) c = a + b", "(2) c = sin(a) * b + 2 * a", "(3) sum to host",
+                            "(3b) sum after elementwise", "(5) re-shard"})
         front.push_back({std::string(m) + ", N procs vs 1 proc", std::nullopt, 0.95, true, ">= 0.95x", how});
       rows.insert(rows.begin(), front.begin(), front.end());
       return;

@@ -319,8 +319,8 @@ int main(int argc, char** argv) {
       const tb::stats jc = jacobi_captured(p.all, p.all_label, n, n);
       std::printf("      1 GPU / (G x time): sweep alone %.3fx, one shard's shape alone on 1 GPU %.3fx, hidden and "
                   "captured %.3fx (hidden: %.3fx)\n",
-                  j1.median / ja.median / double(G), j1.median / js.median / double(G), j1.median / jc.median / double(G),
-                  *scaling);
+                  j1.median / ja.median / double(G), j1.median / js.median / double(G),
+                  j1.median / jc.median / double(G), *scaling);
       // Strong scaling at the second size (NVIDIA's multi-GPU Jacobi samples use both).
       const tb::stats k1 = jacobi(p.one, p.one_label, false, o.n2, o.n2);
       const tb::stats kh = jacobi(p.all, p.all_label, true, o.n2, o.n2);

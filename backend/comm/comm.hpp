@@ -41,11 +41,11 @@ void reduce_scatter(const int* devices, int n, const void* const* send, void* co
 // A batch of copies (copy_into's regions, as rt::copy_between_many takes them) moved by NCCL sends
 // and receives (backend/comm/nccl_exchange.cpp): by default a batch that crosses between 3 or more
 // GPUs and moves at least 32 MiB (a re-shard, an FFT's transpose; not a halo) and that the
-// runtime's gather kernels do not take (rt::gathers_between_gpus: they do where every pair has
-// peer access), with TESSERA_PEER_NCCL=1 every batch, with 0 none. A strided region is packed on its source (or
-// unpacked on its destination) through staging from the memory cache, chunk by chunk on the GPUs'
-// side streams behind one NCCL group per chunk; a region within one GPU is copied on its side
-// stream. The main streams join their side streams at the end (hide_communication's copies keep
+// runtime's one-kernel copies do not take (rt::gathers_between_gpus: they do where every pair has
+// peer access), with TESSERA_PEER_NCCL=1 every batch, with 0 none. A strided region is packed on
+// its source (or unpacked on its destination) through staging from the memory cache, chunk by
+// chunk on the GPUs' side streams behind one NCCL group per chunk; a region within one GPU is
+// copied on its side stream. The main streams join their side streams at the end (hide_communication's copies keep
 // their own path). Returns false, having queued nothing, when the batch does not qualify (a host
 // device, another rank's device, a GPU listed by several ranks, a capture or a recording, no copy
 // between two GPUs, staging that does not fit); the caller then copies as usual. Like the

@@ -94,14 +94,16 @@ struct leaf_bytes : std::integral_constant<std::size_t, 0> {};
 template <class T, int N>
 struct leaf_bytes<LeafEval<T, N>> : std::integral_constant<std::size_t, sizeof(T)> {};
 template <class F, class... E>
-struct leaf_bytes<NodeEval<F, E...>> : std::integral_constant<std::size_t, (std::size_t{0} + ... + leaf_bytes<E>::value)> {};
+struct leaf_bytes<NodeEval<F, E...>>
+    : std::integral_constant<std::size_t, (std::size_t{0} + ... + leaf_bytes<E>::value)> {};
 // Every leaf's staged bytes stay a multiple of 16 when the tile is cut at a multiple of K elements.
 template <class E, int K>
 struct leaves_stage_whole : std::true_type {};
 template <class T, int N, int K>
 struct leaves_stage_whole<LeafEval<T, N>, K> : std::bool_constant<(K * sizeof(T)) % 16 == 0> {};
 template <class F, class... E, int K>
-struct leaves_stage_whole<NodeEval<F, E...>, K> : std::bool_constant<(true && ... && leaves_stage_whole<E, K>::value)> {};
+struct leaves_stage_whole<NodeEval<F, E...>, K>
+    : std::bool_constant<(true && ... && leaves_stage_whole<E, K>::value)> {};
 template <class E>
 inline constexpr int bulk_items = [] {
   const std::size_t b = leaf_bytes<E>::value == 0 ? 1 : leaf_bytes<E>::value;

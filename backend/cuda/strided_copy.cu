@@ -156,8 +156,8 @@ bool gather_rows(int device, void* stream, const gather_piece* pieces, int n) {
     const int k = n - first < gather_max_pieces ? n - first : gather_max_pieces;
     auto all = [&](std::size_t b) {
       for (int i = 0; i < k; ++i)
-        if (g[i].width % b || g[i].src_pitch % b || g[i].dst_pitch % b || reinterpret_cast<std::uintptr_t>(g[i].src) % b ||
-            reinterpret_cast<std::uintptr_t>(g[i].dst) % b)
+        if (g[i].width % b || g[i].src_pitch % b || g[i].dst_pitch % b ||
+            reinterpret_cast<std::uintptr_t>(g[i].src) % b || reinterpret_cast<std::uintptr_t>(g[i].dst) % b)
           return false;
       return true;
     };
