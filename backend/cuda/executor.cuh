@@ -81,12 +81,12 @@ __global__ void __launch_bounds__(block_threads) elementwise_kernel(const ShardT
 // An expression over contiguous, 16-byte aligned operands (the vector path) with each operand's
 // tile of the block copied into shared memory by one bulk copy (the TMA engine, cp.async.bulk)
 // before the block's threads compute from it and store: fewer, larger memory requests than 16-byte
-// loads per thread, which is how CUB's DeviceTransform reaches 1.037x memcpy for c = a + b on an
-// H200 where the per-thread vector loads stop at 1.02x. One tile per block, bulk_threads threads
-// each computing bulk_items<E> elements, tiles sized so that 8 resident blocks per SM keep 48 KiB
-// of loads in flight (CUB's figure for an H200); only for light expressions (below). Operands
-// repeated in the expression (`a` in a * b + a) are copied once. TESSERA_ELEMENTWISE_BULK=0 keeps
-// the per-thread loads.
+// loads per thread, which is how CUB's DeviceTransform reaches 1.037x-1.044x memcpy for c = a + b
+// on an H200 where the per-thread vector loads give 1.02x-1.033x (docs/performance.md). One tile
+// per block, bulk_threads threads each computing bulk_items<E> elements, tiles sized so that 8
+// resident blocks per SM keep 48 KiB of loads in flight (CUB's figure for an H200); only for light
+// expressions (below). Operands repeated in the expression (`a` in a * b + a) are copied once.
+// TESSERA_ELEMENTWISE_BULK=0 keeps the per-thread loads.
 inline constexpr int bulk_threads = 256;
 // Array leaves of an evaluator (its operands read from memory).
 template <class E>
