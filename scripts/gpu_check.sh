@@ -7,7 +7,7 @@
 # against 1 process x N GPUs comparison (scripts/bench_distributed.sh). `suite`: the whole build,
 # every gpu-labelled test on all GPUs (mpirun runs with up to 4 ranks, stress and soak included),
 # the examples, bench_sparse and bench_capture, and a rank killed during an allreduce, a halo
-# exchange and a host read on GPUs.
+# exchange and a host read on GPUs; bench_elementwise's summary too.
 # `ab BASE_TREE`: before/after benchmarks against another tree (scripts/bench_ab.sh) on all GPUs,
 # then on one, then bench_stencil and bench_distributed; run it right after `suite`, while the
 # machine is warm, to reuse its build. Logs go to $OUT when set.
@@ -101,7 +101,7 @@ if [ "$what" = suite ]; then
     "$BUILD_DIR/$e" > "$OUT/ex_$e.log" 2>&1 || { status=1; echo "$e FAILED"; }
     echo "$e: $(tail -n 1 "$OUT/ex_$e.log")"
   done
-  for b in bench_sparse bench_capture bench_stencil; do
+  for b in bench_sparse bench_capture bench_stencil bench_elementwise; do
     [ -x "$BUILD_DIR/$b" ] || continue
     "$BUILD_DIR/$b" > "$OUT/$b.log" 2>&1 || { status=1; echo "$b FAILED"; }
     sed -n '/== summary/,$p' "$OUT/$b.log"
