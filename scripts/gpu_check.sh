@@ -35,6 +35,23 @@ export NCCL_NVLS_ENABLE=0
 export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1  # root in the GPU machine's container
 export CMAKE_ARGS="${CMAKE_ARGS:-} -DCMAKE_CUDA_ARCHITECTURES=90"
 what=${1:-all}
+# For the focused modes below: configures, builds the given targets, runs the gpu-labelled ctest
+# entries matching REGEX and prints the counts (logs NAME_build.log, NAME_ctest.log); a failing
+# test sets status, a failing build ends the script.
+build_and_test() {
+  local name=$1 regex=$2
+  shift 2
+  source "$ROOT/scripts/common.sh"
+  set +e
+  configure > "$OUT/configure.log" 2>&1 || { tail -n 30 "$OUT/configure.log"; exit 1; }
+  cmake --build "$BUILD_DIR" --target "$@" -j "$(nproc)" > "$OUT/${name}_build.log" 2>&1 ||
+    { grep -E "error" "$OUT/${name}_build.log" | head -20; exit 1; }
+  (cd "$BUILD_DIR" && ctest -L gpu -R "$regex" -j 4 --output-on-failure) > "$OUT/${name}_ctest.log" 2>&1 ||
+    { status=1; grep -B4 -A12 -E "ERROR:|FATAL|terminate|what\(\)" "$OUT/${name}_ctest.log" | head -n 60; }
+  grep -E "tests passed|Failed|\*\*\*" "$OUT/${name}_ctest.log" | tail -n 12
+}
+# The ctest names of these test programs, every variant: ^(test_a|test_b)\.
+variants_of() { echo "^($(echo "$@" | tr ' ' '|'))\\."; }
 nvidia-smi -L | tee "$OUT/gpus.txt"
 status=0
 if [ "$what" = all ] || [ "$what" = tests ]; then
@@ -225,30 +242,16 @@ if [ "$what" = scaling ]; then
   # Issue 22 items 1 and 2 on a machine of several GPUs: the copy, halo, stencil, overlap and capture
   # tests (every ctest variant: default, NCCL, gather kernels), then bench_stencil with its
   # diagnostic rows (the sweep alone, the hidden sweep captured).
-  source "$ROOT/scripts/common.sh"
-  set +e
-  configure > "$OUT/configure.log" 2>&1 || { tail -n 30 "$OUT/configure.log"; exit 1; }
   tests="test_copy test_halo test_placement test_fft_distributed test_stencil_paths test_hide_communication test_capture"
-  cmake --build "$BUILD_DIR" --target bench_stencil $tests -j "$(nproc)" > "$OUT/scaling_build.log" 2>&1 ||
-    { grep -E "error" "$OUT/scaling_build.log" | head -20; exit 1; }
-  (cd "$BUILD_DIR" && ctest -L gpu -R "^($(echo $tests | tr ' ' '|'))\\." -j 4 --output-on-failure) > "$OUT/scaling_ctest.log" 2>&1 ||
-    { status=1; grep -B4 -A8 -E "ERROR:|FATAL|terminate|what\(\)" "$OUT/scaling_ctest.log" | head -n 60; }
-  grep -E "tests passed|Failed|\*\*\*" "$OUT/scaling_ctest.log" | tail -n 12
+  build_and_test scaling "$(variants_of $tests)" bench_stencil $tests
   "$BUILD_DIR/bench_stencil" --reps ${SCALING_REPS:-5} > "$OUT/bench_stencil.log" 2>&1 || status=1
   sed -n '/^  (2) copyto/,$p' "$OUT/bench_stencil.log" | grep -v "^      [0-9.]* iterations/s"
 fi
 if [ "$what" = bulk ]; then
   # Issue 22 item 4: the staged vector path (bulk copies into shared memory) against the per-thread
   # vector loads (TESSERA_ELEMENTWISE_BULK=0), alternating, after the elementwise tests on the GPU.
-  source "$ROOT/scripts/common.sh"
-  set +e
-  configure > "$OUT/configure.log" 2>&1 || { tail -n 30 "$OUT/configure.log"; exit 1; }
   tests="test_operators test_functions test_functions_more test_half_arrays test_broadcast test_complex test_views_assign"
-  cmake --build "$BUILD_DIR" --target bench_elementwise $tests -j "$(nproc)" > "$OUT/bulk_build.log" 2>&1 ||
-    { grep -E "error" "$OUT/bulk_build.log" | head -20; exit 1; }
-  (cd "$BUILD_DIR" && ctest -L gpu -R "^($(echo $tests | tr ' ' '|'))\\." -j 4 --output-on-failure) > "$OUT/bulk_ctest.log" 2>&1 ||
-    { status=1; grep -B4 -A8 -E "ERROR:|FATAL|terminate|what\(\)" "$OUT/bulk_ctest.log" | head -n 60; }
-  grep -E "tests passed|Failed|\*\*\*" "$OUT/bulk_ctest.log" | tail -n 12
+  build_and_test bulk "$(variants_of $tests)" bench_elementwise $tests
   for round in 1 2; do
     for v in 1 0; do
       echo "== round $round, TESSERA_ELEMENTWISE_BULK=$v"
@@ -261,14 +264,8 @@ if [ "$what" = ranks ]; then
   # Issue 22 item 2 across ranks: the distributed value tests under mpirun (1, 2 and 4 ranks on the
   # GPUs), then bench_distributed (1 process x N GPUs against N processes x 1 GPU).
   gpus=$(nvidia-smi -L | grep -c '^GPU ')
-  source "$ROOT/scripts/common.sh"
-  set +e
-  configure > "$OUT/configure.log" 2>&1 || { tail -n 30 "$OUT/configure.log"; exit 1; }
-  cmake --build "$BUILD_DIR" --target test_distributed_values test_distributed bench_distributed -j "$(nproc)" \
-    > "$OUT/ranks_build.log" 2>&1 || { grep -E "error" "$OUT/ranks_build.log" | head -20; exit 1; }
-  (cd "$BUILD_DIR" && ctest -R "^test_distributed(_values)?\\.mpi[0-9x]+\\.cuda$" --output-on-failure) > "$OUT/ranks_ctest.log" 2>&1 ||
-    { status=1; grep -B4 -A12 -E "ERROR:|FATAL|terminate|what\(\)" "$OUT/ranks_ctest.log" | head -n 60; }
-  grep -E "tests passed|Failed|\*\*\*|Passed" "$OUT/ranks_ctest.log" | tail -n 12
+  build_and_test ranks "^test_distributed(_values)?\\.mpi[0-9x]+\\.cuda$" test_distributed_values test_distributed \
+    bench_distributed
   BUILD_DIR="$BUILD_DIR" bash "$ROOT/scripts/bench_distributed.sh" "$gpus" 2>&1 | tee "$OUT/bench_distributed.log" |
     grep -E "^\(5\)|copyto|summary|vs 1 proc|allreduce" | tail -n 14
   [ "${PIPESTATUS[0]}" = 0 ] || status=1
@@ -277,15 +274,9 @@ if [ "$what" = final ]; then
   # The tests of the paths changed since the last suite run (copies between GPUs, stencils and
   # overlap, captures, elementwise, distributed values under mpirun), then bench_elementwise: for a
   # session's last minutes of device time, when the whole suite no longer fits.
-  source "$ROOT/scripts/common.sh"
-  set +e
-  configure > "$OUT/configure.log" 2>&1 || { tail -n 30 "$OUT/configure.log"; exit 1; }
-  tests="test_copy test_halo test_placement test_fft_distributed test_stencil_paths test_hide_communication test_capture test_operators test_distributed_values"
-  cmake --build "$BUILD_DIR" --target bench_elementwise $tests -j "$(nproc)" > "$OUT/final_build.log" 2>&1 ||
-    { grep -E "error" "$OUT/final_build.log" | head -20; exit 1; }
-  (cd "$BUILD_DIR" && ctest -L gpu -R "^($(echo $tests | tr ' ' '|'))\\." -j 6 --output-on-failure) > "$OUT/final_ctest.log" 2>&1 ||
-    { status=1; grep -B4 -A12 -E "ERROR:|FATAL|terminate|what\(\)" "$OUT/final_ctest.log" | head -n 60; }
-  grep -E "tests passed|Failed|\*\*\*" "$OUT/final_ctest.log" | tail -n 12
+  tests="test_copy test_halo test_placement test_fft_distributed test_stencil_paths test_hide_communication test_capture"
+  tests="$tests test_operators test_distributed_values"
+  build_and_test final "$(variants_of $tests)" bench_elementwise $tests
   "$BUILD_DIR/bench_elementwise" > "$OUT/bench_elementwise.log" 2>&1 || status=1
   sed -n '/== summary/,$p' "$OUT/bench_elementwise.log"
 fi
