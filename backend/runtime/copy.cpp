@@ -97,9 +97,10 @@ bool gather_on(int d, const copy_region* c, const std::vector<std::size_t>& mine
 // source waits for the queued work of itself and of each destination it writes (their events),
 // issues its pieces per destination on its pair stream for that destination (its main stream on 2
 // GPUs or with TESSERA_PEER_STREAMS=0), in rotated order; once all are queued, both main streams
-// of each pair wait for that pair's event. A batch that gathers_between_gpus takes goes instead
-// as one kernel per source on its main stream, writing every destination at once (a scatter).
-void push_peers(const copy_region* c, std::size_t n) {
+// of each pair wait for that pair's event. With `scatter` (the batch is one that
+// gathers_between_gpus takes) each source's pieces go instead to one kernel on its main stream,
+// writing every destination at once.
+void push_peers(const copy_region* c, std::size_t n, bool scatter) {
   const auto G = static_cast<std::size_t>(get().gpu_count);
   std::vector<int> devices;
   for (std::size_t i = 0; i < n; ++i)
@@ -126,7 +127,6 @@ void push_peers(const copy_region* c, std::size_t n) {
     cudaStream_t on;
   };
   std::vector<join> joins;
-  const bool scatter = gathers_between_gpus(c, n);
   for (int s : devices) {
     std::vector<std::size_t> mine;
     for (std::size_t i = 0; i < n; ++i)
@@ -220,7 +220,7 @@ void copy_peers(const copy_region* c, std::size_t n, copy_ticket* ticket) {
       nvlink = nvlink && c[i].src_device != c[i].dst_device &&
                path(c[i].dst_device, c[i].src_device) == copy_path::nvlink &&
                path(c[i].src_device, c[i].dst_device) == copy_path::nvlink;
-    if (nvlink) return push_peers(c, n);
+    if (nvlink) return push_peers(c, n, gather);
   }
   std::vector<int> srcs, dsts;
   auto add = [](std::vector<int>& v, int d) {
