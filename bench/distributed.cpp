@@ -10,7 +10,7 @@
 //      raw ncclAllReduce on the same buffers and streams (communicators made with
 //      ncclCommInitRank across processes, ncclCommInitAll in one): measured in the same run;
 //  (5) copyto(y, x) of a 16384^2 float matrix from shard(1) to shard(0) over devices(): within one
-//      process the kernels' all-to-all, across processes host staging and MPI, piece by piece.
+//      process the kernels' all-to-all, across processes NCCL sends and receives.
 //
 // (1)-(3) and (5) compare N processes x 1 GPU with 1 process x N GPUs, which cannot share one run: a rank
 // sees only its own GPUs. So the program measures whatever configuration it runs in, and

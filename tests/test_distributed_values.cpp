@@ -520,8 +520,9 @@ TEST_CASE("copies between placements that cross ranks") {
   }
 }
 
-// Re-shards large enough (over 32 MiB between devices on GPUs) that within one process they take
-// the one-kernel copies; across ranks they move piece by piece through host staging and MPI.
+// On GPUs of several ranks a re-shard moving 32 MiB or more between devices goes through NCCL
+// (comm::exchange across ranks: pieces packed on their sources, unpacked on their destinations,
+// each rank staging and queuing only its own part); ranks sharing a GPU keep host staging and MPI.
 // Odd sizes (uneven blocks, 4-byte rows), both directions, and a block of a view.
 TEST_CASE("large re-shards across ranks") {
   for (const DeviceSet& D : sets()) {

@@ -32,6 +32,11 @@ struct p2p_op {
 // queued on their streams. The operations between one pair match in the order given.
 void send_recv(const int* devices, int n, const p2p_op* ops, std::size_t count, const char* what);
 
+// Whether `devices` (a list spanning ranks) are distinct GPUs, so that NCCL may span them: one
+// exchange of the GPUs' identities among the ranks the first time a list is asked (collective:
+// every rank asks for the same list), then cached.
+bool distinct_gpus(const int* devices, int n);
+
 // comm::exchange on GPUs (comm.hpp), built on send_recv (nccl_exchange.cpp).
 bool exchange(const rt::copy_region* regions, std::size_t n);
 

@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: Apache-2.0
-// comm::exchange on GPUs: a batch of copies between GPUs of this process (a re-shard, an FFT's
-// transpose) moved by NCCL sends and receives instead of the copy engines.
+// comm::exchange on GPUs: a batch of copies between GPUs (a re-shard, an FFT's transpose) moved by
+// NCCL sends and receives instead of the copy engines (within this process) or host staging and
+// MPI (across ranks).
 //
 // Why: on 4 H200s the copy engines cap an all-to-all at 0.49x of one pair's peer bandwidth per
 // device, in plain CUDA as in Tessera; NCCL's transport (the SMs) reaches 0.75-0.80x
@@ -15,6 +16,7 @@
 // main streams join their side streams at the end, so later work sees the whole batch.
 #include <backend/comm/comm.hpp>
 #include <backend/comm/nccl.hpp>
+#include <backend/process/mpi.hpp>
 #include <backend/runtime/runtime.hpp>
 #include <tessera/device.hpp>
 
@@ -118,15 +120,17 @@ bool exchange(const rt::copy_region* c, std::size_t n) {
   const int mode = peer_nccl_mode();
   if (mode == 0 || rt::capturing() || rt::recording()) return false;
   auto empty = [](const rt::copy_region& r) { return r.width == 0 || r.height == 0; };
-  // Only GPUs private to this process: a device listed by several ranks (shared) would make the
-  // group span ranks, which every rank would have to join. The communicators are keyed by the
-  // GPUs that pieces cross between, not by those with pieces within one GPU only.
+  // GPUs only. Across ranks (devices of devices(), shared by all ranks) every rank makes the same
+  // call with the same batch (the program runs on every rank), so every rank reaches the same
+  // decision below and joins the groups; each queues and stages only its own devices' part. The
+  // communicators are keyed by the GPUs that pieces cross between, not by those with pieces
+  // within one GPU only.
   std::vector<int> devices;
   std::vector<std::size_t> sent;  // bytes each device sends, by index in `devices`
   for (std::size_t i = 0; i < n; ++i) {
     if (empty(c[i])) continue;
     for (int d : {c[i].src_device, c[i].dst_device})
-      if (rt::info(d).kind != device_kind::cuda || rt::is_remote(d) || rt::is_shared(d)) return false;
+      if (rt::info(d).kind != device_kind::cuda) return false;
     if (c[i].src_device == c[i].dst_device) continue;
     for (int d : {c[i].src_device, c[i].dst_device})
       if (std::find(devices.begin(), devices.end(), d) == devices.end()) devices.push_back(d);
@@ -143,11 +147,20 @@ bool exchange(const rt::copy_region* c, std::size_t n) {
       sent[index(c[i].src_device)] += c[i].width * c[i].height;
       total += c[i].width * c[i].height;
     }
-  if (mode < 0 && (devices.size() < 3 || total < kDefaultMinBytes || rt::gathers_between_gpus(c, n))) return false;
+  const bool across = rt::crosses_ranks(devices.data(), devices.size(), "a copy between devices");
+  auto local = [](int d) { return !rt::is_remote(d); };
+  // Within this process the gather kernels or, on 2 GPUs, the copy engines are faster; across
+  // ranks the alternative is host staging and MPI, one piece at a time, for any number of GPUs.
+  if (mode < 0 && (total < kDefaultMinBytes || (!across && (devices.size() < 3 || rt::gathers_between_gpus(c, n)))))
+    return false;
+  // NCCL cannot span two ranks on one GPU: such a batch keeps the MPI path (every rank learns it
+  // from the same exchange of the GPUs' identities).
+  if (across && !distinct_gpus(devices.data(), static_cast<int>(devices.size()))) return false;
 
   // NCCL moves contiguous bytes: rows at a pitch other than their width go through staging.
   std::vector<piece> pieces;
   std::vector<std::unique_ptr<staging>> blocks;
+  int staged_ok = 1;
   try {
     for (std::size_t i = 0; i < n; ++i) {
       const rt::copy_region& r = c[i];
@@ -157,13 +170,19 @@ bool exchange(const rt::copy_region* c, std::size_t n) {
       const std::size_t bytes = r.width * r.height;
       if (p.pack || p.unpack) p.unit = r.width, p.units = r.height;
       else p.units = bytes;
-      if (p.pack) p.send = blocks.emplace_back(std::make_unique<staging>(r.src_device, bytes))->p;
-      if (p.unpack) p.recv = blocks.emplace_back(std::make_unique<staging>(r.dst_device, bytes))->p;
+      // Staging on this rank's devices only (another rank's pieces are only named in the ops,
+      // which run_group leaves to that rank).
+      if (p.pack && local(r.src_device)) p.send = blocks.emplace_back(std::make_unique<staging>(r.src_device, bytes))->p;
+      if (p.unpack && local(r.dst_device))
+        p.recv = blocks.emplace_back(std::make_unique<staging>(r.dst_device, bytes))->p;
       pieces.push_back(p);
     }
   } catch (const out_of_memory&) {
-    return false;  // nothing queued yet: the copy engines take the batch
+    staged_ok = 0;  // nothing queued yet: the usual path takes the batch
   }
+  // Across ranks the decision must be every rank's: one rank short of memory sends all to MPI.
+  if (across) dist::allreduce(&staged_ok, 1, dtype::i32, op::min, "staging for copies between ranks (NCCL)");
+  if (!staged_ok) return false;
   const bool staged = std::any_of(pieces.begin(), pieces.end(), [](const piece& p) { return p.pack || p.unpack; });
   // One chunk when nothing is packed (nothing to hide); else about chunk_bytes() per device each.
   const std::size_t most = *std::max_element(sent.begin(), sent.end());
@@ -171,16 +190,19 @@ bool exchange(const rt::copy_region* c, std::size_t n) {
 
   for (std::size_t i = 0; i < n; ++i) {
     if (empty(c[i])) continue;
-    if (c[i].dst_buf) rt::make_resident(*c[i].dst_buf);
-    if (c[i].src_buf) rt::make_resident(*c[i].src_buf);
+    if (c[i].dst_buf && local(c[i].dst_device)) rt::make_resident(*c[i].dst_buf);
+    if (c[i].src_buf && local(c[i].src_device)) rt::make_resident(*c[i].src_buf);
   }
   rt::device_restorer restore;
   events ev;
   // Every device's side stream starts behind the work queued on its main stream (the sources'
   // data, the staging's previous users, the destinations' last reads of their regions).
-  std::vector<int> involved = devices;
+  std::vector<int> involved;
+  for (int d : devices)
+    if (local(d)) involved.push_back(d);
   for (std::size_t i = 0; i < n; ++i)
-    if (!empty(c[i]) && std::find(involved.begin(), involved.end(), c[i].dst_device) == involved.end())
+    if (!empty(c[i]) && local(c[i].dst_device) &&
+        std::find(involved.begin(), involved.end(), c[i].dst_device) == involved.end())
       involved.push_back(c[i].dst_device);
   // Later work on each main stream (the staging's release included) sees the side streams' work,
   // also when a group fails midway; every involved side stream is joined, whatever it was given.
@@ -198,7 +220,7 @@ bool exchange(const rt::copy_region* c, std::size_t n) {
     // The packing, chunk by chunk; packed[j][s] marks chunk j packed on device s.
     std::vector<std::vector<cudaEvent_t>> packed(k, std::vector<cudaEvent_t>(devices.size(), nullptr));
     for (std::size_t j = 0; j < k; ++j)
-      for (int s : devices) {
+      for (int s : involved) {
         bool any = false;
         for (const piece& p : pieces) {
           if (!p.pack || p.r->src_device != s) continue;
@@ -216,7 +238,7 @@ bool exchange(const rt::copy_region* c, std::size_t n) {
     // The pieces within one GPU, on its side stream beside the transfers.
     for (std::size_t i = 0; i < n; ++i) {
       const rt::copy_region& r = c[i];
-      if (empty(r) || r.src_device != r.dst_device) continue;
+      if (empty(r) || r.src_device != r.dst_device || !local(r.dst_device)) continue;
       copy_rows(r.dst_device, side_of(r.dst_device), r.dst, r.dst_pitch, r.src, r.src_pitch, r.width, r.height,
                 "cudaMemcpy2DAsync (a piece within a GPU)");
     }
@@ -224,8 +246,9 @@ bool exchange(const rt::copy_region* c, std::size_t n) {
     // chunk follows its group on the destination's side stream.
       std::vector<p2p_op> ops;
       for (std::size_t j = 0; j < k; ++j) {
-        for (int s : devices)
-          if (cudaEvent_t e = packed[j][index(s)]) {
+        for (int s : involved)
+          if (index(s) < devices.size() && devices[index(s)] == s && packed[j][index(s)] != nullptr) {
+            const cudaEvent_t e = packed[j][index(s)];
             rt::set_device(s);
             wait(s, main_of(s), e);
           }
@@ -240,7 +263,7 @@ bool exchange(const rt::copy_region* c, std::size_t n) {
         }
         send_recv(devices.data(), static_cast<int>(devices.size()), ops.data(), ops.size(),
                   "ncclSend/ncclRecv (copies between GPUs)");
-        for (int d : devices) {
+        for (int d : involved) {
           bool any = false;
           for (const piece& p : pieces) any = any || (p.unpack && p.r->dst_device == d);
           if (!any) continue;
