@@ -136,9 +136,20 @@ bool exchange(const rt::copy_region* c, std::size_t n) {
       if (std::find(devices.begin(), devices.end(), d) == devices.end()) devices.push_back(d);
   }
   if (devices.empty()) return false;
-  std::sort(devices.begin(), devices.end());
+  // One order on every rank: device ids are this rank's own (its GPUs by CUDA ordinal, other
+  // ranks' after them), so sorting by id would give each rank another list, hence another NCCL
+  // numbering and another communicator key: rank 0, whose sorted list matched devices()' order,
+  // found the collectives' cached set and went straight into the group while the others
+  // created a new set (the 60 s timeout in the GPUs' identity check on 4 GPU ranks). By (rank,
+  // CUDA ordinal) instead, the same on every rank; within one process the same as by id.
+  auto before = [](int a, int b) {
+    const auto& x = rt::info(a);
+    const auto& y = rt::info(b);
+    return x.rank != y.rank ? x.rank < y.rank : x.ordinal < y.ordinal;
+  };
+  std::sort(devices.begin(), devices.end(), before);
   auto index = [&](int d) {
-    return static_cast<std::size_t>(std::lower_bound(devices.begin(), devices.end(), d) - devices.begin());
+    return static_cast<std::size_t>(std::find(devices.begin(), devices.end(), d) - devices.begin());
   };
   sent.assign(devices.size(), 0);
   std::size_t total = 0;
