@@ -39,18 +39,20 @@ void reduce_scatter(const int* devices, int n, const void* const* send, void* co
                     dtype t, op o, const rt::buffer_list* uses = nullptr);
 
 // A batch of copies (copy_into's regions, as rt::copy_between_many takes them) moved by NCCL sends
-// and receives (backend/comm/nccl_exchange.cpp): by default a batch that crosses between 3 or more
-// GPUs and moves at least 32 MiB (a re-shard, an FFT's transpose; not a halo) and that the
-// runtime's one-kernel copies do not take (rt::gathers_between_gpus: they do where every pair has
-// peer access), with TESSERA_PEER_NCCL=1 every batch, with 0 none. A strided region is packed on
-// its source (or unpacked on its destination) through staging from the memory cache, chunk by
-// chunk on the GPUs' side streams behind one NCCL group per chunk; a region within one GPU is
-// copied on its side stream. The main streams join their side streams at the end (hide_communication's copies keep
-// their own path). Returns false, having queued nothing, when the batch does not qualify (a host
-// device, another rank's device, a GPU listed by several ranks, a capture or a recording, no copy
-// between two GPUs, staging that does not fit); the caller then copies as usual. Like the
-// collectives it is NCCL groups: other threads must not queue cross-device waits on these GPUs
-// meanwhile.
+// and receives (backend/comm/nccl_exchange.cpp): by default a batch that moves at least 32 MiB
+// between GPUs and either spans ranks (GPUs of devices(): every rank calls this with the same
+// batch, stages and queues its own GPUs' part; the alternative is host staging and MPI) or
+// crosses between 3 or more GPUs of this process that the runtime's one-kernel copies do not take
+// (rt::gathers_between_gpus: they do where every pair has peer access); TESSERA_PEER_NCCL=1
+// every batch, 0 none (the same setting on every rank). A strided region is packed on its source
+// (or unpacked on its destination) through staging from the memory cache, chunk by chunk on the
+// GPUs' side streams behind one NCCL group per chunk; a region within one GPU is copied on its
+// side stream. The main streams join their side streams at the end (hide_communication's copies
+// keep their own path). Returns false, having queued nothing, when the batch does not qualify (a
+// host device, a batch mixing devices() with rank-private GPUs, ranks sharing a GPU, a capture or
+// a recording, no copy between two GPUs, staging that does not fit on some rank); the caller then
+// copies as usual. Like the collectives it is NCCL groups: other threads must not queue
+// cross-device waits on these GPUs meanwhile.
 bool exchange(const rt::copy_region* regions, std::size_t n);
 
 }  // namespace tessera::detail::comm

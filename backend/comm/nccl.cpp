@@ -316,11 +316,9 @@ void init_across_ranks(comm_set& set, const int* devices, int n) {
   ready(set, "ncclCommInitRankConfig", devices, n);
 }
 
-// NCCL refuses a communicator with two ranks on one GPU ("Duplicate GPU detected"), which happens
-// when a node starts more ranks than it has GPUs (init then gives rank l GPU l % count), and its
-// failure ends every later call. Checked first, from the GPUs' UUIDs (one exchange), so that every
-// rank throws the same distributed_error and the library keeps working.
-void check_distinct_gpus(const int* devices, int n) {
+// Two entries of `devices` that are one GPU (a, b), or false: one exchange of the GPUs' UUIDs
+// among the ranks (collective); its own failures (a peer gone, a mismatched call) throw.
+bool same_gpu(const int* devices, int n, int& a, int& b) {
   constexpr std::size_t uuid_bytes = sizeof(cudaUUID_t);
   std::vector<char> uuids(static_cast<std::size_t>(n) * uuid_bytes, 0);
   std::vector<int> owner(static_cast<std::size_t>(n));
@@ -333,17 +331,25 @@ void check_distinct_gpus(const int* devices, int n) {
     std::memcpy(uuids.data() + static_cast<std::size_t>(r) * uuid_bytes, &prop.uuid, uuid_bytes);
   }
   dist::share_blocks(uuids.data(), static_cast<std::size_t>(n), uuid_bytes, owner.data(), "the GPUs' identities");
-  for (int a = 0; a < n; ++a) {
-    for (int b = a + 1; b < n; ++b) {
+  for (a = 0; a < n; ++a)
+    for (b = a + 1; b < n; ++b)
       if (std::memcmp(uuids.data() + static_cast<std::size_t>(a) * uuid_bytes,
-                      uuids.data() + static_cast<std::size_t>(b) * uuid_bytes, uuid_bytes) != 0)
-        continue;
-      throw distributed_error("tessera: NCCL cannot span two ranks on one GPU, and " + rank_name(devices, n, a) +
-                              " and " + rank_name(devices, n, b) + " are the same GPU (more ranks than GPUs on a "
-                              "node share them); start at most one rank per GPU, or run on host devices "
-                              "(TESSERA_BACKEND=host). Nothing was queued.");
-    }
-  }
+                      uuids.data() + static_cast<std::size_t>(b) * uuid_bytes, uuid_bytes) == 0)
+        return true;
+  return false;
+}
+
+// NCCL refuses a communicator with two ranks on one GPU ("Duplicate GPU detected"), which happens
+// when a node starts more ranks than it has GPUs (init then gives rank l GPU l % count), and its
+// failure ends every later call. Checked first, from the GPUs' UUIDs (one exchange), so that every
+// rank throws the same distributed_error and the library keeps working.
+void check_distinct_gpus(const int* devices, int n) {
+  int a = 0, b = 0;
+  if (!same_gpu(devices, n, a, b)) return;
+  throw distributed_error("tessera: NCCL cannot span two ranks on one GPU, and " + rank_name(devices, n, a) +
+                          " and " + rank_name(devices, n, b) + " are the same GPU (more ranks than GPUs on a "
+                          "node share them); start at most one rank per GPU, or run on host devices "
+                          "(TESSERA_BACKEND=host). Nothing was queued.");
 }
 
 // The set for `devices` (caller holds rg.m), created on first use.
@@ -520,12 +526,10 @@ bool distinct_gpus(const int* devices, int n) {
   const std::vector<int> key(devices, devices + n);
   std::lock_guard<std::mutex> lock(m);
   if (auto it = known.find(key); it != known.end()) return it->second;
-  bool distinct = true;
-  try {
-    check_distinct_gpus(devices, n);
-  } catch (const distributed_error&) {
-    distinct = false;  // the same answer on every rank: they compared the same identities
-  }
+  int a = 0, b = 0;
+  // The same answer on every rank (they compared the same identities); the exchange's own
+  // failures propagate.
+  const bool distinct = !same_gpu(devices, n, a, b);
   return known.emplace(key, distinct).first->second;
 }
 

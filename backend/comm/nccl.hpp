@@ -28,8 +28,9 @@ struct p2p_op {
   void* buf;
   std::size_t bytes;
 };
-// One NCCL group of sends and receives among `devices` (GPUs of this process, each listed once),
-// queued on their streams. The operations between one pair match in the order given.
+// One NCCL group of sends and receives among `devices` (GPUs, each listed once; across ranks every
+// rank passes the same list and queues its own GPUs' operations), queued on their streams. The
+// operations between one pair match in the order given.
 void send_recv(const int* devices, int n, const p2p_op* ops, std::size_t count, const char* what);
 
 // Whether `devices` (a list spanning ranks) are distinct GPUs, so that NCCL may span them: one

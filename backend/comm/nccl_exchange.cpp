@@ -19,6 +19,7 @@
 #include <backend/process/mpi.hpp>
 #include <backend/runtime/runtime.hpp>
 #include <tessera/device.hpp>
+#include <tessera/distributed.hpp>
 
 #if TESSERA_HAS_CUDA
 #include <backend/cuda/strided_copy.hpp>
@@ -26,8 +27,10 @@
 #include <cuda_runtime.h>
 
 #include <algorithm>
+#include <exception>
 #include <cstdlib>
 #include <memory>
+#include <string>
 #include <vector>
 
 namespace tessera::detail::comm::nccl {
@@ -158,7 +161,12 @@ bool exchange(const rt::copy_region* c, std::size_t n) {
       sent[index(c[i].src_device)] += c[i].width * c[i].height;
       total += c[i].width * c[i].height;
     }
-  const bool across = rt::crosses_ranks(devices.data(), devices.size(), "a copy between devices");
+  // Across ranks when the GPUs are devices() (shared); a batch mixing those with rank-private
+  // GPUs (each pair of one kind) is left to the usual path, which takes its pieces one by one.
+  std::size_t shared = 0;
+  for (int d : devices) shared += rt::is_shared(d) ? 1 : 0;
+  if (shared != 0 && shared != devices.size()) return false;
+  const bool across = shared != 0;
   auto local = [](int d) { return !rt::is_remote(d); };
   // Within this process the gather kernels or, on 2 GPUs, the copy engines are faster; across
   // ranks the alternative is host staging and MPI, one piece at a time, for any number of GPUs.
@@ -171,7 +179,10 @@ bool exchange(const rt::copy_region* c, std::size_t n) {
   // NCCL moves contiguous bytes: rows at a pitch other than their width go through staging.
   std::vector<piece> pieces;
   std::vector<std::unique_ptr<staging>> blocks;
-  int staged_ok = 1;
+  // 0: staged; 1: short of memory here (every rank then takes the usual path); 2: failed here
+  // (every rank then throws). Across ranks the worst of every rank's answer is everyone's.
+  int staged = 0;
+  std::exception_ptr failure;
   try {
     for (std::size_t i = 0; i < n; ++i) {
       const rt::copy_region& r = c[i];
@@ -189,15 +200,26 @@ bool exchange(const rt::copy_region* c, std::size_t n) {
       pieces.push_back(p);
     }
   } catch (const out_of_memory&) {
-    staged_ok = 0;  // nothing queued yet: the usual path takes the batch
+    staged = 1;  // nothing queued yet: the usual path takes the batch
+  } catch (...) {
+    if (!across) throw;
+    staged = 2;
+    failure = std::current_exception();
   }
-  // Across ranks the decision must be every rank's: one rank short of memory sends all to MPI.
-  if (across) dist::allreduce(&staged_ok, 1, dtype::i32, op::min, "staging for copies between ranks (NCCL)");
-  if (!staged_ok) return false;
-  const bool staged = std::any_of(pieces.begin(), pieces.end(), [](const piece& p) { return p.pack || p.unpack; });
+  if (across) dist::allreduce(&staged, 1, dtype::i32, op::max, "staging for copies between ranks (NCCL)");
+  if (staged == 2) {
+    if (failure) std::rethrow_exception(failure);
+    throw distributed_error("tessera (rank " + std::to_string(dist::world_rank()) +
+                            "): a copy between ranks through NCCL not started: another rank failed to stage it");
+  }
+  if (staged == 1) return false;
+  const bool packs = std::any_of(pieces.begin(), pieces.end(), [](const piece& p) { return p.pack || p.unpack; });
   // One chunk when nothing is packed (nothing to hide); else about chunk_bytes() per device each.
   const std::size_t most = *std::max_element(sent.begin(), sent.end());
-  const std::size_t k = staged ? std::clamp<std::size_t>((most + chunk_bytes() - 1) / chunk_bytes(), 1, 16) : 1;
+  const std::size_t k = packs ? std::clamp<std::size_t>((most + chunk_bytes() - 1) / chunk_bytes(), 1, 16) : 1;
+  // Every rank must cut the batch alike (TESSERA_PEER_NCCL_CHUNK_MB is read on each): a
+  // difference is named here instead of mismatched sends and receives.
+  if (across) dist::agree("the chunks of a copy between ranks (TESSERA_PEER_NCCL_CHUNK_MB)", k);
 
   for (std::size_t i = 0; i < n; ++i) {
     if (empty(c[i])) continue;
@@ -289,7 +311,10 @@ bool exchange(const rt::copy_region* c, std::size_t n) {
           }
         }
       }
-  } catch (...) {
+  } catch (const std::exception& e) {
+    // Across ranks the others learn of it at their next check (the next chunk's group) instead of
+    // waiting out the timeout.
+    if (across) dist::fail(std::string("a copy between ranks through NCCL failed: ") + e.what());
     // The staging goes back to the cache in main-stream order when this returns: the main streams
     // must follow the side streams' kernels, or, failing that, the side streams must be done.
     try {
