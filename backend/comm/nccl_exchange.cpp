@@ -311,10 +311,19 @@ bool exchange(const rt::copy_region* c, std::size_t n) {
           }
         }
       }
-  } catch (const std::exception& e) {
+  } catch (...) {
     // Across ranks the others learn of it at their next check (the next chunk's group) instead of
     // waiting out the timeout.
-    if (across) dist::fail(std::string("a copy between ranks through NCCL failed: ") + e.what());
+    if (across) {
+      std::string why = "an unknown error";
+      try {
+        throw;
+      } catch (const std::exception& e) {
+        why = e.what();
+      } catch (...) {
+      }
+      dist::fail("a copy between ranks through NCCL failed: " + why);
+    }
     // The staging goes back to the cache in main-stream order when this returns: the main streams
     // must follow the side streams' kernels, or, failing that, the side streams must be done.
     try {
