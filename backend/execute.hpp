@@ -61,6 +61,11 @@ void run_task(const void* task, int device, int shard, bool host) {
   }
 }
 
+// Tasks whose GPU executor may run on a launcher thread (rt::launch_in_parallel): it touches only
+// the runtime's thread-safe state (streams, scratch, result slots, launch()).
+template <class Task>
+inline constexpr bool parallel_task = requires { Task::parallel_launch; };
+
 template <class Task>
 void* clone_task(const void* task) {
   return new Task(*static_cast<const Task*>(task));
@@ -81,7 +86,8 @@ inline constexpr rt::task_type task_type_of{
     .run = &run_task<Task>,
     .clone = &clone_task<Task>,
     .destroy = &destroy_task<Task>,
-    .destroy_in_place = std::is_trivially_destructible_v<Task> ? nullptr : &destroy_task_in_place<Task>};
+    .destroy_in_place = std::is_trivially_destructible_v<Task> ? nullptr : &destroy_task_in_place<Task>,
+    .parallel = parallel_task<Task>};
 
 // Runs every job (GPU jobs queued on their streams first, then host jobs; `sequential` waits for
 // each). The caller's current CUDA device is restored, and the first error rethrown once every
@@ -113,6 +119,7 @@ void execute(const std::vector<Job<Task>>& jobs, bool sequential = false) {
                         .run = &run_task<Task>,
                         .task = &j.task,
                         .uses = &j.uses,
+                        .parallel = parallel_task<Task>,
                         .clone = &clone_task<Task>,
                         .destroy = &destroy_task<Task>});
   }

@@ -137,6 +137,10 @@ __global__ void __launch_bounds__(reduce_threads) full_reduce_kernel(const Task 
   if (threadIdx.x == 0) {
     *t.result = acc;
     *t.counter = 0;  // ready for the next launch on this device
+    if (t.done != nullptr) {  // the host spins on it (rt::armed_result): the result first
+      __threadfence_system();
+      *static_cast<volatile unsigned*>(t.done) = t.ticket;
+    }
   }
 }
 

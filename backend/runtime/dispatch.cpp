@@ -45,6 +45,7 @@ void* job_list::add(int device, int shard, std::int64_t n, buffer_list&& uses) {
                        .run = type_->run,
                        .task = task,
                        .uses = &uses_.back(),
+                       .parallel = type_->parallel,
                        .clone = type_->clone,
                        .destroy = type_->destroy});
   return task;
@@ -64,7 +65,11 @@ void run_shards(const shard_launch* shards, std::size_t count, bool sequential) 
   for (std::size_t i = 0; i < count; ++i) n_pooled += pooled(shards[i]) ? 1 : 0;
   // A single large host shard runs inline: its chunks still spread over the pool.
   const bool use_pool = n_pooled >= 2;
-  std::vector<const shard_launch*> large;
+  std::vector<const shard_launch*> large, gpus;
+  // GPU shards of tasks that allow it go through the launcher threads; not into a capture or a
+  // side stream (both belong to this thread), nor one at a time.
+  const bool parallel =
+      !sequential && parallel_launch_enabled() && !capturing() && !on_side_stream();
   device_restorer restore;
   // Two passes: GPU shards are queued first, so a host shard never delays a GPU's start.
   for (const bool host_pass : {false, true}) {
@@ -77,8 +82,15 @@ void run_shards(const shard_launch* shards, std::size_t count, bool sequential) 
         large.push_back(&s);
         continue;
       }
+      if (!host_pass && parallel && s.parallel) {
+        gpus.push_back(&s);
+        continue;
+      }
       s.run(s.task, s.device, s.shard, s.host);
       if (sequential && !host_recorded) synchronize_device(s.device);
+    }
+    if (!host_pass && !gpus.empty() && !launch_in_parallel(gpus.data(), gpus.size())) {
+      for (const shard_launch* s : gpus) s->run(s->task, s->device, s->shard, false);
     }
   }
   // The large host shards share the pool with their own chunks: a shard's thread takes part in

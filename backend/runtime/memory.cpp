@@ -319,6 +319,9 @@ namespace {
 struct reduce_slots {
   std::mutex m;
   result_slot result{nullptr, nullptr};
+  unsigned* done_host = nullptr;  // where the host sees result.done
+  unsigned next_ticket = 0;
+  bool armed = false;             // a reduction signals result.ticket and nobody has read it yet
   unsigned* counter = nullptr;
 };
 reduce_slots& slots_of(int device_id) {
@@ -330,30 +333,71 @@ reduce_slots& slots_of(int device_id) {
   }
   return slots[device_id];
 }
+
+// Under sl.m.
+void allocate_slot(reduce_slots& sl, int device_id) {
+  if (sl.result.host != nullptr) return;
+#if TESSERA_HAS_CUDA
+  if (is_gpu(get(), device_id)) {
+    // The result, then the done signal in its own 64 bytes.
+    device_guard guard(device_id);
+    void* h = nullptr;
+    void* d = nullptr;
+    cuda_check(cudaHostAlloc(&h, 2 * result_slot_bytes, cudaHostAllocMapped | cudaHostAllocPortable), "cudaHostAlloc",
+               device_id);
+    cuda_check(cudaHostGetDevicePointer(&d, h, 0), "cudaHostGetDevicePointer", device_id);
+    std::memset(h, 0, 2 * result_slot_bytes);
+    sl.result = {h, d, reinterpret_cast<unsigned*>(static_cast<char*>(d) + result_slot_bytes), 0};
+    sl.done_host = reinterpret_cast<unsigned*>(static_cast<char*>(h) + result_slot_bytes);
+    return;
+  }
+#endif
+  void* h = std::calloc(1, result_slot_bytes);
+  if (h == nullptr) throw error("tessera: could not allocate a reduction result slot on the host");
+  sl.result = {h, h};
+}
+
+// Waits for device_id's armed reduction: a spin on its done signal, with a look at the stream now
+// and then, so that a kernel that failed (or a stale ticket: the launch threw) ends the wait.
+void wait_signal(int device_id, const unsigned* done, unsigned ticket) {
+#if TESSERA_HAS_CUDA
+  const std::atomic_ref<const unsigned> seen(*done);
+  for (unsigned k = 1;; ++k) {
+    if (seen.load(std::memory_order_acquire) == ticket) return;
+    spin_pause();
+    if (k % 1024 == 0) {
+      const cudaError_t e = cudaStreamQuery(static_cast<cudaStream_t>(stream(device_id)));
+      if (e == cudaErrorNotReady) continue;
+      synchronize_device(device_id);  // done, or the stream's error, as every wait reports it
+      return;
+    }
+  }
+#else
+  (void)done, (void)ticket;
+  synchronize_device(device_id);
+#endif
+}
 }  // namespace
 
 result_slot mapped_result(int device_id) {
   if (is_remote(device_id)) return {nullptr, nullptr};  // its rank computes the result; read_results fetches it
   reduce_slots& sl = slots_of(device_id);
   std::lock_guard<std::mutex> lock(sl.m);
-  if (sl.result.host == nullptr) {
-#if TESSERA_HAS_CUDA
-    if (is_gpu(get(), device_id)) {
-      device_guard guard(device_id);
-      void* h = nullptr;
-      void* d = nullptr;
-      cuda_check(cudaHostAlloc(&h, result_slot_bytes, cudaHostAllocMapped | cudaHostAllocPortable), "cudaHostAlloc",
-                 device_id);
-      cuda_check(cudaHostGetDevicePointer(&d, h, 0), "cudaHostGetDevicePointer", device_id);
-      sl.result = {h, d};
-      return sl.result;
-    }
-#endif
-    void* h = std::calloc(1, result_slot_bytes);
-    if (h == nullptr) throw error("tessera: could not allocate a reduction result slot on the host");
-    sl.result = {h, h};
-  }
-  return sl.result;
+  allocate_slot(sl, device_id);
+  return {sl.result.host, sl.result.device};
+}
+
+result_slot armed_result(int device_id) {
+  if (is_remote(device_id)) return {nullptr, nullptr};
+  reduce_slots& sl = slots_of(device_id);
+  std::lock_guard<std::mutex> lock(sl.m);
+  allocate_slot(sl, device_id);
+  if (sl.result.done == nullptr) return sl.result;
+  result_slot r = sl.result;
+  r.ticket = ++sl.next_ticket;
+  sl.result.ticket = r.ticket;
+  sl.armed = true;
+  return r;
 }
 
 unsigned* block_counter(int device_id) {
@@ -380,10 +424,21 @@ void read_results(const int* devices, std::size_t n, void* out, std::size_t byte
   refuse_while_capturing("a reduction to the host");
   auto* o = static_cast<char*>(out);
   std::vector<int> owner(n);
+  // Across processes every wait ends with a health check (synchronize_device): no signals there.
+  const bool signals = !dist::spans_processes();
   for (std::size_t i = 0; i < n; ++i) {
     owner[i] = info(devices[i]).rank;
     if (is_remote(devices[i])) continue;
-    synchronize_device(devices[i]);  // this device's stream only
+    reduce_slots& sl = slots_of(devices[i]);
+    const unsigned* done = nullptr;
+    unsigned ticket = 0;
+    {
+      std::lock_guard<std::mutex> lock(sl.m);
+      if (sl.armed && signals) done = sl.done_host, ticket = sl.result.ticket;
+      sl.armed = false;
+    }
+    if (done) wait_signal(devices[i], done, ticket);
+    else synchronize_device(devices[i]);  // this device's stream only
     std::memcpy(o + i * bytes, mapped_result(devices[i]).host, bytes);
   }
   if (crosses_ranks(devices, n, "a reduction")) dist::share_blocks(out, n, bytes, owner.data(), "a reduction's partial results");

@@ -386,6 +386,8 @@ side_stream_scope::side_stream_scope() {
 #endif
 }
 
+bool on_side_stream() { return tl_on_side; }
+
 void side_stream_scope::end() noexcept {
   if (active_) tl_on_side = false;
 }

@@ -89,14 +89,22 @@ void release_scratch(int device_id);
 struct result_slot {
   void* host;    // where the host reads it (after waiting for the device's stream)
   void* device;  // where a kernel writes it
+  // With armed_result: the kernel writes `ticket` to `done` (mapped too) once the result is there.
+  unsigned* done = nullptr;
+  unsigned ticket = 0;
 };
 inline constexpr std::size_t result_slot_bytes = 64;
 result_slot mapped_result(int device_id);
+// mapped_result, for a kernel that also signals `done`: read_results then waits for that signal
+// rather than for the whole stream (a spin on host memory, about a microsecond sooner than
+// cudaStreamSynchronize). Host devices and other ranks' devices get no signal.
+result_slot armed_result(int device_id);
 unsigned* block_counter(int device_id);
 
 // Reads the full-reduction results of `n` devices into `out` (`bytes` each, in order): each of
-// this rank's devices after waiting for its stream, from its mapped slot; the others' from their
-// ranks (one exchange). The same values on every rank; collective when the devices span ranks.
+// this rank's devices after waiting for its stream (or its armed slot's signal), from its mapped
+// slot; the others' from their ranks (one exchange). The same values on every rank; collective
+// when the devices span ranks.
 void read_results(const int* devices, std::size_t n, void* out, std::size_t bytes);
 
 // A flag that host threads set and launches on any thread clear, atomically: through
@@ -138,6 +146,8 @@ void* host_access(buffer& b);
 // The device's stream as an opaque pointer (cudaStream_t on GPUs, nullptr on host devices): its
 // main stream, or its side stream inside a side_stream_scope on this thread.
 void* stream(int device_id);
+// Whether this thread is inside a side_stream_scope that took effect.
+bool on_side_stream();
 // While it is open, this thread's work on GPUs (launches, copies, the memory cache's stream order:
 // everything that asks stream()) goes to the GPUs' side streams, which first wait for the work
 // queued on the main streams; end() closes it, join() also makes every main stream wait for its
@@ -246,6 +256,9 @@ struct shard_launch {
   void (*run)(const void* task, int device, int shard, bool host);
   const void* task;
   const buffer_list* uses = nullptr;
+  // Whether the GPU shards may be queued by the launcher threads (launch_in_parallel): the task's
+  // GPU executor only touches the runtime's thread-safe state.
+  bool parallel = false;
   // A copy of the task that outlives the caller's (a captured host operation keeps one), and
   // its deletion.
   void* (*clone)(const void* task) = nullptr;
@@ -259,6 +272,7 @@ struct task_type {
   void* (*clone)(const void* task);
   void (*destroy)(void* task);
   void (*destroy_in_place)(void* task);  // null when the task is trivially destructible
+  bool parallel;                         // as shard_launch::parallel
 };
 // The jobs of one operation, all with tasks of one type, held without knowing that type: an
 // assignment plans into it (dsl/tessera/assign.hpp), so that the job vector and the launch list
@@ -288,12 +302,20 @@ class job_list {
 // Host shards at least this large run concurrently on the host thread pool when several are
 // launched with par.
 inline constexpr std::int64_t host_parallel_threshold = std::int64_t(1) << 16;
-// Runs the shards of one operation: GPU shards first, launched in order from this thread (each on
-// its device's stream, without waiting), so that every GPU is busy before the host works; then
-// host shards, the large ones concurrently on the host thread pool. With `sequential` (seq) every
+// Runs the shards of one operation: GPU shards first, each on its device's stream without waiting,
+// so that every GPU is busy before the host works (the shards of several GPUs at once through the
+// launcher threads when the task allows it, else in order from this thread); then host shards, the large ones concurrently on the host thread pool. With `sequential` (seq) every
 // shard runs alone and is waited for. Restores the caller's current CUDA device, and rethrows the
 // first error after every started shard has finished.
 void run_shards(const shard_launch* shards, std::size_t count, bool sequential);
+// GPU launcher threads (launchers.cpp): queues the shards (GPU shards, none remote) of two or more
+// GPUs at once, the first GPU's from this thread and each other GPU's from its launcher thread when
+// that one is spinning (else from here too); returns once all are queued, rethrowing the error of
+// the first shard that threw. False, having run nothing, when the shards are on one GPU or another
+// thread is using the launchers. TESSERA_PARALLEL_LAUNCH=0 turns the launchers off;
+// TESSERA_LAUNCH_SPIN_US (default 500) is how long an idle one spins before it sleeps.
+bool parallel_launch_enabled();
+bool launch_in_parallel(const shard_launch* const* shards, std::size_t count);
 
 // -- host threads ---------------------------------------------------------------------------
 // Within one host shard, work is split into chunks of this many elements (the last one shorter),

@@ -19,6 +19,15 @@
 
 namespace tessera::detail::rt {
 
+// One turn of a spin-wait loop: tells the core to let its sibling thread run.
+inline void spin_pause() {
+#if defined(__x86_64__) || defined(__i386__)
+  __builtin_ia32_pause();
+#else
+  std::atomic_signal_fence(std::memory_order_seq_cst);
+#endif
+}
+
 // How bytes move between two GPUs, decided once at initialization.
 enum class copy_path { self, nvlink, pcie, host_staged };
 

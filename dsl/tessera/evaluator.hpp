@@ -445,6 +445,7 @@ struct ShardTask {
   bool wide;
   static constexpr int K = vector_width<E, sizeof(typename Out::value_type)>;
   static constexpr bool capturable = true;  // pure device work (capture.hpp)
+  static constexpr bool parallel_launch = true;  // backend/execute.hpp
 };
 
 // for_each_shard's task: f(i, args...) for i < n, the args being a shard's descriptions

@@ -2,8 +2,8 @@
 // Tessera: full reductions. Each shard is folded by its device's executor in one pass over the
 // shard's evaluator (one kernel per GPU shard, a loop on host devices), so sum(a * b) reads a and
 // b once and materializes nothing. To the host: every GPU writes its partial straight into
-// mapped pinned memory, the host waits for each device's stream and combines the partials, in
-// double for floating sums and products. As an array (`sum(x, as_array)`): the partials are
+// mapped pinned memory and then signals that it is there, the host waits for those signals and
+// combines the partials, in double for floating sums and products. As an array (`sum(x, as_array)`): the partials are
 // allgathered (NCCL on GPUs, in process on host devices) and folded on every device into a
 // replicated 0-d array, so `a / sum(a, as_array)` never leaves the devices. A replicated
 // expression is reduced over one replica (to the host) or over each (as an array).
@@ -75,13 +75,18 @@ std::vector<Job<full_task_t<Acc, Node, Map, Op>>> plan_full(const Node& node, co
 
 // Folds map(x) with op over the whole expression into a host value (init must be op's neutral
 // element: each shard starts from it, as Julia's reduce(op, x; init) requires). Each shard's value
-// lands in its device's mapped result slot; the host waits for each device's stream only.
+// lands in its device's mapped result slot; the host waits for each GPU's signal that it is there.
 template <class Acc, class Node, class Map, class Op>
 Acc reduce_node(const Node& node, Map map, Op op, Acc init) {
   using H = combine_t<Op, Acc>;
   auto jobs = plan_full<Acc>(node, placement_of<Node::rank>(node, node.shape()), map, op, init, false);
   std::erase_if(jobs, [](const auto& j) { return j.n == 0; });  // an empty shard adds init
-  for (auto& j : jobs) j.task.result = static_cast<Acc*>(rt::mapped_result(j.device.id()).device);
+  for (auto& j : jobs) {
+    const rt::result_slot slot = rt::armed_result(j.device.id());
+    j.task.result = static_cast<Acc*>(slot.device);
+    j.task.done = slot.done;
+    j.task.ticket = slot.ticket;
+  }
   execute(jobs);
   // Each device's stream only; across processes, other ranks' partials arrive in one exchange and
   // every rank folds them all in shard order (the same bits as one process).

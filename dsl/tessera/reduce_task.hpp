@@ -120,6 +120,7 @@ template <class Acc, class H, class E, class Map, class Op, int N>
 struct FullTask {
   using acc_type = Acc;
   using fold_type = H;
+  static constexpr bool parallel_launch = true;  // backend/execute.hpp
   E e;
   Map map;
   Op op;
@@ -131,6 +132,8 @@ struct FullTask {
   Acc* result;                  // device memory, or pinned host memory mapped into the device
   Acc* partials = nullptr;      // one per block: set by the CUDA executor
   unsigned* counter = nullptr;  // zero between launches: set by the CUDA executor
+  unsigned* done = nullptr;     // if set, the GPU writes `ticket` there after the result
+  unsigned ticket = 0;
   static constexpr int K = vector_width<E>;
 
   template <class I>
@@ -157,6 +160,7 @@ template <class Acc, class H, class E, class Map, class Op, int N>
 struct DimsTask {
   using acc_type = Acc;
   using fold_type = H;  // the host's accumulator and the type of chunk partials
+  static constexpr bool parallel_launch = true;  // backend/execute.hpp
   using value_type = typename E::value_type;
   static constexpr int rank = N;
   E e;
