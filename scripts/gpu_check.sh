@@ -21,12 +21,14 @@
 # `ranks`: the distributed tests under mpirun on the GPUs, then bench_distributed.
 # `final`: the tests of the paths a session changed and bench_elementwise, when the suite no
 # longer fits the session's device time.
+# `launchers`: the tests of the GPU launcher threads' paths, then bench_reduce (5) and bench_capture
+# with and without them.
 # `launch`: the bare launch's host cost (bench/support/launch_probe.cu), then bench_capture through
 # the driver and through the runtime (TESSERA_RUNTIME_LAUNCH=1).
 # `peer`: the copy tests (default and forced NCCL copies, and the gather kernel), then bench_stencil's re-shard and
 # bench_fft's fft2 with the default, the copy engines and other NCCL chunk sizes (PEER_VARIANTS adds
 # more: space-separated variants, each VAR=value settings joined by commas).
-# Usage: bash scripts/gpu_check.sh [tests|bench|all|multi|suite|stress [N]|mgrace [WAVES [BASE_TREE]]|peer|scaling|bulk|ranks|final|launch|ab BASE_TREE]
+# Usage: bash scripts/gpu_check.sh [tests|bench|all|multi|suite|stress [N]|mgrace [WAVES [BASE_TREE]]|peer|scaling|bulk|ranks|final|launch|launchers|ab BASE_TREE]
 set -uo pipefail
 ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 OUT=${OUT:-/tmp/tessera-out}
@@ -296,6 +298,23 @@ if [ "$what" = launch ]; then
     for v in 0 1; do
       echo "== round $round, TESSERA_RUNTIME_LAUNCH=$v"
       TESSERA_RUNTIME_LAUNCH=$v "$BUILD_DIR/bench_capture" --iters 2000 --reps 5 | grep -E "^  [0-9]+ GPU" || status=1
+    done
+  done
+fi
+if [ "$what" = launchers ]; then
+  # Issue 22 items 3 and 5: the GPU launcher threads and the reduction's done signal. The tests of
+  # the paths they carry, then bench_reduce's host-result sum and bench_capture's plain launches
+  # with both on, the launchers off (TESSERA_PARALLEL_LAUNCH=0) and both off, alternating.
+  tests="test_launchers test_reduce test_reduce_dims test_operators test_capture test_hide_communication test_broadcast test_copy test_stencil_paths test_complex_reductions test_statistics"
+  build_and_test launchers "$(variants_of $tests)" bench_reduce bench_capture $tests
+  for round in 1 2; do
+    for v in "1 1" "0 1" "0 0"; do
+      set -- $v
+      echo "== round $round, TESSERA_PARALLEL_LAUNCH=$1 TESSERA_REDUCE_SIGNAL=$2"
+      TESSERA_PARALLEL_LAUNCH=$1 TESSERA_REDUCE_SIGNAL=$2 "$BUILD_DIR/bench_reduce" --cases 5 > "$OUT/reduce_${round}_$1$2.log" 2>&1 || status=1
+      grep -E "Tessera float s|plain CUB into mapped|WRONG|error" "$OUT/reduce_${round}_$1$2.log"
+      TESSERA_PARALLEL_LAUNCH=$1 TESSERA_REDUCE_SIGNAL=$2 "$BUILD_DIR/bench_capture" --iters 2000 --reps 5 > "$OUT/capture_${round}_$1$2.log" 2>&1 || status=1
+      grep -E "^  [0-9]+ GPU|WRONG|error" "$OUT/capture_${round}_$1$2.log"
     done
   done
 fi

@@ -97,7 +97,8 @@ inline constexpr std::size_t result_slot_bytes = 64;
 result_slot mapped_result(int device_id);
 // mapped_result, for a kernel that also signals `done`: read_results then waits for that signal
 // rather than for the whole stream (a spin on host memory, about a microsecond sooner than
-// cudaStreamSynchronize). Host devices and other ranks' devices get no signal.
+// cudaStreamSynchronize). Host devices and other ranks' devices get no signal, nor any with
+// TESSERA_REDUCE_SIGNAL=0.
 result_slot armed_result(int device_id);
 unsigned* block_counter(int device_id);
 
