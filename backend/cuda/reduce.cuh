@@ -35,10 +35,6 @@ namespace tessera::detail::cuda {
 #ifndef TESSERA_REDUCE_EVEN_SHARE
 #define TESSERA_REDUCE_EVEN_SHARE 0
 #endif
-// Block partials each thread of a full reduction's last block loads at once (1: one at a time).
-#ifndef TESSERA_REDUCE_FINAL_LOADS
-#define TESSERA_REDUCE_FINAL_LOADS 8
-#endif
 // Resident blocks per SM the dims kernel is compiled for (registers capped at 64 per thread):
 // measured on an H200, sum(W .* x_row, dims(1)) of 10000 x 300000 float ran at 0.51x memcpy with
 // 1 (78+ registers, 2-3 blocks), 0.82x with 4 and 0.56x with 6 (spills); sum(x, dims(0)) and
@@ -134,22 +130,9 @@ __global__ void __launch_bounds__(reduce_threads) full_reduce_kernel(const Task 
   if (!last) return;
   __threadfence();
   acc = t.init;
-  // Written by other blocks: read past L1. Up to `R` per thread are loaded before any is folded,
-  // so their L2 round trips overlap (one after another they were about 2 us of a 30M-float sum's
-  // 40: 1056 partials on an H200).
-  constexpr unsigned R = TESSERA_REDUCE_FINAL_LOADS;
-  for (unsigned b0 = 0; b0 < gridDim.x; b0 += R * reduce_threads) {
-    Acc v[R];
-#pragma unroll
-    for (unsigned r = 0; r < R; ++r) {
-      const unsigned b = b0 + r * reduce_threads + threadIdx.x;
-      if (b < gridDim.x) v[r] = load_volatile(t.partials + b);
-    }
-#pragma unroll
-    for (unsigned r = 0; r < R; ++r) {
-      if (b0 + r * reduce_threads + threadIdx.x < gridDim.x) acc = static_cast<Acc>(t.op(acc, v[r]));
-    }
-  }
+  // Written by other blocks: read past L1.
+  for (unsigned b = threadIdx.x; b < gridDim.x; b += reduce_threads)
+    acc = static_cast<Acc>(t.op(acc, load_volatile(t.partials + b)));
   acc = group_fold<Acc>(acc, t.op, smem, reduce_threads);
   if (threadIdx.x == 0) {
     *t.result = acc;
