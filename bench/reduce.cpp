@@ -350,6 +350,15 @@ struct Bench : tb::platform {
       }
     }
 #endif
+    // Issue #22 item 5's absolute targets, for the default 30M floats on GPUs.
+    if (gpu && n == 30000000) {
+      rows.push_back({"(5) sum of 30M float to host, host us, " + one_label, t1.median, 36.0, false, "<= 36 us (#22)",
+                      "", "us"});
+      if (tG) {
+        rows.push_back({"(5) sum of 30M float to host, host us, " + all_label, tG->median, G >= 4 ? 20.0 : 36.0, false,
+                        G >= 4 ? "<= 20 us on 4 (#22)" : "<= 36 us (#22: 20 on 4)", "", "us"});
+      }
+    }
     rows.push_back({"(5) sum of " + std::to_string(n) + " float to host, " + all_label + " / " + one_label + " time",
                     tG ? std::optional<double>(tG->median / t1.median) : std::nullopt, 1.0, false,
                     "<= 1.00x (multi no slower)", G > 1 ? note : "only 1 device"});
