@@ -2,12 +2,18 @@
 // Operations over several GPUs queue their shards from one launcher thread per GPU
 // (backend/runtime/launchers.cpp), and a full reduction to the host waits for each GPU's signal in
 // mapped memory. These tests run loops of assignments and reductions against plain loops on the
-// host: back to back (the launchers spinning), with pauses longer than their spin window (asleep,
-// then woken), assignments from two program threads at once, and with a reduction's result read after other
-// work. On host devices the same programs check the results without launchers.
+// host: back to back (the launchers spinning: the hand-offs are counted), with pauses longer than
+// their spin window (asleep, then woken), assignments from two program threads at once, and sums
+// between reduction kernels (whose result slot has no signal). On host devices the same programs
+// check the results without launchers. The `.badspin` variant runs the last case alone, with
+// TESSERA_LAUNCH_SPIN_US=abc.
 #include "test_support.hpp"
+#include <backend/runtime/runtime.hpp>  // rt::launcher_handoffs
+#include <tessera/kernel.hpp>           // ReductionKernel: not in the umbrella header
 
 #include <chrono>
+#include <cstdlib>
+#include <cstring>
 #include <cmath>
 #include <thread>
 #include <vector>
@@ -44,12 +50,25 @@ void run_steps(const DeviceSet& ds, index_t n, int steps, int pause_every, int p
   check_all_close(to_host(c), cv);
 }
 
+// Whether this process hands shards to launchers: several GPUs, the launchers on, enough cores.
+bool launchers_expected(const DeviceSet& ds) {
+  const char* off = std::getenv("TESSERA_PARALLEL_LAUNCH");
+  return cuda_variant() && ds.size() > 1 && !(off != nullptr && std::strcmp(off, "0") == 0) &&
+         std::thread::hardware_concurrency() >= ds.size() + 1;
+}
+
 }  // namespace
 
 TEST_CASE("loops of assignments and sums over several devices, back to back") {
   for (const auto& ds : multi_device_sets()) {
-    for (index_t n : {index_t(0), index_t(1), index_t(3), index_t(1023), index_t(1025), index_t(1) << 20})
+    const std::uint64_t before = detail::rt::launcher_handoffs();
+    for (index_t n : {index_t(1), index_t(3), index_t(1023), index_t(1025), index_t(1) << 20})
       run_steps(ds, n, 12, 0, 0);
+    // Empty arrays: nothing to launch, every sum 0.
+    auto e = zeros<float>({0}, shard(0, ds));
+    e = 2.0f * e + 1.0f;
+    CHECK(sum(e) == 0.0f);
+    if (launchers_expected(ds)) CHECK(detail::rt::launcher_handoffs() > before);
   }
 }
 
@@ -98,27 +117,44 @@ TEST_CASE("two program threads run assignments over all devices at once") {
   }
 }
 
-TEST_CASE("a reduction's host result after other work on the same devices") {
-  // The signal is per device: work queued after the reduction does not delay its read, and a
-  // reduction along dims (no signal) between two full ones reads its result after its stream.
+TEST_CASE("sums between reduction kernels on the same devices give their own results") {
+  // A sum's slot is armed for its signal, a ReductionKernel's is not: each read must wait for its
+  // own kernel, whichever came before.
+  ReductionKernel sumsq("float64 x", "float64 y", "x * x", "a + b", "y = a", "0", "launchers_sumsq");
   for (const auto& ds : device_sets()) {
-    const index_t rows = 257, cols = 1031;
     INFO("device set " << set_name(ds));
-    const auto v = random_values<double>(static_cast<std::size_t>(rows * cols));
-    const auto x = from_host(v, {rows, cols}, shard(1, ds));
-    double want = 0, want_sq = 0;
-    for (double e : v) want += e, want_sq += e * e;
-    const double s1 = sum(x);
-    const auto cols_sum = sum(x, dims(0));
-    const double s2 = sum(x * x);
-    CHECK(close(s1, want, 1e-12, 1e-9));
-    CHECK(close(s2, want_sq, 1e-12, 1e-9));
-    const auto cs = to_host(cols_sum);
-    REQUIRE(cs.size() == static_cast<std::size_t>(cols));
-    for (index_t j = 0; j < cols; j += 103) {
-      double w = 0;
-      for (index_t i = 0; i < rows; ++i) w += v[static_cast<std::size_t>(i + j * rows)];
-      CHECK(close(cs[static_cast<std::size_t>(j)], w, 1e-12, 1e-10));
+    for (index_t n : {index_t(1), index_t(4097), index_t(1) << 20}) {
+      const auto v = random_values<double>(static_cast<std::size_t>(n));
+      const auto x = from_host(v, {n}, shard(0, ds));
+      double want = 0, want_sq = 0;
+      for (double e : v) want += e, want_sq += e * e;
+      for (int k = 0; k < 3; ++k) {
+        CHECK(close(sum(x), want, 1e-12, 1e-9));
+        CHECK(close(sumsq(x), want_sq, 1e-12, 1e-9));
+        CHECK(close(sum(x * x), want_sq, 1e-12, 1e-9));
+      }
     }
   }
+}
+
+TEST_CASE("an invalid TESSERA_LAUNCH_SPIN_US is named, and the arrays stay intact") {
+  const char* spin = std::getenv("TESSERA_LAUNCH_SPIN_US");
+  if (spin == nullptr || std::strcmp(spin, "abc") != 0) {
+    MESSAGE("SKIPPED: runs in the .badspin variant (TESSERA_LAUNCH_SPIN_US=abc)");
+    return;
+  }
+  const DeviceSet ds = cuda_variant() ? gpus() : host_devices(2);
+  if (ds.empty()) {
+    MESSAGE("SKIPPED: no GPU visible (TESSERA_BACKEND=cuda)");
+    return;
+  }
+  auto v = random_values<float>(1000);
+  auto a = from_host(v, {1000}, shard(0, ds));
+  const std::string msg = expect_error<invalid_argument>([&] { a = a + 1.0f; });
+  check_mentions(msg, {"TESSERA_LAUNCH_SPIN_US=abc", "microseconds"});
+  CHECK(to_host(a) == v);
+  // seq does not ask for the launchers.
+  assign(a, a + 1.0f, seq);
+  for (auto& x : v) x += 1.0f;
+  CHECK(to_host(a) == v);
 }

@@ -26,10 +26,18 @@
 namespace tessera::detail::rt {
 namespace {
 
-// How long an idle launcher keeps spinning before it sleeps (TESSERA_LAUNCH_SPIN_US).
-std::chrono::nanoseconds spin_window() {
-  static const std::chrono::nanoseconds w = [] {
-    long us = 500;
+// TESSERA_PARALLEL_LAUNCH and TESSERA_LAUNCH_SPIN_US (how long an idle launcher keeps spinning
+// before it sleeps), read on the first operation's thread: an invalid value is named by every
+// operation that asks, never thrown on a launcher thread.
+struct launch_settings {
+  bool on = true;
+  std::chrono::nanoseconds spin{500'000};
+};
+const launch_settings& settings() {
+  static const launch_settings s = [] {
+    launch_settings out;
+    const char* p = std::getenv("TESSERA_PARALLEL_LAUNCH");
+    out.on = p == nullptr || std::strcmp(p, "0") != 0;
     if (const char* v = std::getenv("TESSERA_LAUNCH_SPIN_US"); v != nullptr && *v != '\0') {
       char* end = nullptr;
       const long parsed = std::strtol(v, &end, 10);
@@ -37,16 +45,19 @@ std::chrono::nanoseconds spin_window() {
         throw invalid_argument(std::string("tessera: TESSERA_LAUNCH_SPIN_US=") + v +
                                " is not a time; expected microseconds from 0 to 1000000");
       }
-      us = parsed;
+      out.spin = std::chrono::microseconds(parsed);
     }
-    return std::chrono::nanoseconds(us * 1000);
+    return out;
   }();
-  return w;
+  return s;
 }
+
+// Groups handed to a launcher so far (tests check that the launchers are used).
+std::atomic<std::uint64_t> handoffs{0};
 
 class launcher {
  public:
-  explicit launcher(int device) : thread_([this] { loop(); }) { (void)device; }
+  explicit launcher(std::chrono::nanoseconds spin) : spin_(spin), thread_([this] { loop(); }) {}
   launcher(const launcher&) = delete;
   launcher& operator=(const launcher&) = delete;
 
@@ -71,7 +82,11 @@ class launcher {
   // Waits until the shards posted last are queued; the position (in that post) of the shard that
   // threw (-1: none) and its exception.
   std::ptrdiff_t wait(std::exception_ptr& error) const {
-    while (!idle()) spin_pause();
+    // The launcher may have lost its core (fewer cores than spinning threads): yield now and then.
+    for (unsigned k = 1; !idle(); ++k) {
+      spin_pause();
+      if (k % 4096 == 0) std::this_thread::yield();
+    }
     error = error_;
     return failed_at_;
   }
@@ -87,7 +102,7 @@ class launcher {
       unsigned p = posted_.load(std::memory_order_acquire);
       for (std::uint32_t k = 0; p == seen; ++k) {
         spin_pause();
-        if ((k & 255u) == 255u && std::chrono::steady_clock::now() - idle_since > spin_window()) {
+        if ((k & 255u) == 255u && std::chrono::steady_clock::now() - idle_since > spin_) {
           asleep_.store(true, std::memory_order_seq_cst);
           if (posted_.load(std::memory_order_seq_cst) == seen) posted_.wait(seen, std::memory_order_seq_cst);
           asleep_.store(false, std::memory_order_seq_cst);
@@ -118,18 +133,17 @@ class launcher {
   std::exception_ptr error_;
   std::atomic<unsigned> posted_{0}, done_{0};
   std::atomic<bool> asleep_{false};
+  const std::chrono::nanoseconds spin_;
   std::thread thread_;  // last: it starts once the members above exist
 };
 
 // Created on first use and never destroyed: an idle launcher holds nothing, and a program's static
-// destructors may still launch work after ours would have run.
+// destructors may still launch work after ours would have run. Throws when the thread cannot start.
 launcher& launcher_of(int device) {
   static std::mutex m;
   static launcher* of[64] = {};
   std::lock_guard<std::mutex> lock(m);
-  if (!of[device]) {
-    of[device] = new launcher(device);
-  }
+  if (!of[device]) of[device] = new launcher(settings().spin);
   return *of[device];
 }
 
@@ -139,13 +153,9 @@ std::atomic<bool> in_use{false};
 
 }  // namespace
 
-bool parallel_launch_enabled() {
-  static const bool on = [] {
-    const char* v = std::getenv("TESSERA_PARALLEL_LAUNCH");
-    return v == nullptr || std::strcmp(v, "0") != 0;
-  }();
-  return on;
-}
+bool parallel_launch_enabled() { return settings().on; }
+
+std::uint64_t launcher_handoffs() { return handoffs.load(std::memory_order_relaxed); }
 
 bool launch_in_parallel(const shard_launch* const* shards, std::size_t count) {
   // The shards grouped by GPU, in order; the first GPU's stay on this thread.
@@ -158,12 +168,23 @@ bool launch_in_parallel(const shard_launch* const* shards, std::size_t count) {
     for (std::size_t g = 0; g < groups; ++g) known = known || devices[g] == d;
     if (!known) devices[groups++] = d;
   }
-  if (groups < 2) return false;
+  // Every launcher spins while it works: without a core for each and one for this thread they
+  // would take turns with the caller.
+  static const unsigned cores = std::thread::hardware_concurrency();  // a system call each time
+  if (groups < 2 || cores < groups + 1) return false;
   bool expected = false;
   if (!in_use.compare_exchange_strong(expected, true, std::memory_order_acquire)) return false;
   struct release {
     ~release() { in_use.store(false, std::memory_order_release); }
   } release_in_use;
+  // All launchers exist before anything is handed over (one that cannot start leaves the whole
+  // operation to this thread).
+  std::vector<launcher*> launchers(groups, nullptr);
+  try {
+    for (std::size_t g = 1; g < groups; ++g) launchers[g] = &launcher_of(devices[g]);
+  } catch (...) {
+    return false;
+  }
 
   std::vector<const shard_launch*> order;  // grouped
   std::vector<std::size_t> origin;         // each one's index in `shards`
@@ -182,10 +203,10 @@ bool launch_in_parallel(const shard_launch* const* shards, std::size_t count) {
   // Hot launchers get their groups first; this thread queues the others, then wakes the sleepers.
   std::vector<launcher*> helper(groups, nullptr);
   for (std::size_t g = 1; g < groups; ++g) {
-    launcher& l = launcher_of(devices[g]);
-    if (l.hot()) {
-      l.post(order.data() + begin[g], begin[g + 1] - begin[g]);
-      helper[g] = &l;
+    if (launchers[g]->hot()) {
+      launchers[g]->post(order.data() + begin[g], begin[g + 1] - begin[g]);
+      helper[g] = launchers[g];
+      handoffs.fetch_add(1, std::memory_order_relaxed);
     }
   }
   std::exception_ptr error;
@@ -203,7 +224,7 @@ bool launch_in_parallel(const shard_launch* const* shards, std::size_t count) {
     }
   }
   for (std::size_t g = 1; g < groups; ++g)
-    if (!helper[g]) launcher_of(devices[g]).wake();
+    if (!helper[g]) launchers[g]->wake();
   // Every hand-off is finished before this returns (the shards live in the caller's frame). Of the
   // errors, the first shard's in the operation's order.
   for (std::size_t g = 1; g < groups; ++g) {

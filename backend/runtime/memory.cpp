@@ -384,6 +384,9 @@ result_slot mapped_result(int device_id) {
   reduce_slots& sl = slots_of(device_id);
   std::lock_guard<std::mutex> lock(sl.m);
   allocate_slot(sl, device_id);
+  // A kernel without a signal writes the slot next: an armed ticket left by a reduction whose
+  // operation threw before its read (whose kernel may still signal) must not stand for it.
+  sl.armed = false;
   return {sl.result.host, sl.result.device};
 }
 
@@ -412,8 +415,11 @@ unsigned* block_counter(int device_id) {
     auto* c = static_cast<unsigned*>(allocate(device_id, alignment, memory::device));
 #if TESSERA_HAS_CUDA
     if (is_gpu(get(), device_id)) {
+      // On the device's stream, before the first reduction kernel: the legacy default stream
+      // (cudaMemset) is not ordered with the non-blocking streams.
       device_guard guard(device_id);
-      cuda_check(cudaMemset(c, 0, alignment), "cudaMemset", device_id);
+      cuda_check(cudaMemsetAsync(c, 0, alignment, static_cast<cudaStream_t>(gpu(device_id).stream)), "cudaMemsetAsync",
+                 device_id);
     } else
 #endif
     {

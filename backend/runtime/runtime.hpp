@@ -312,11 +312,15 @@ void run_shards(const shard_launch* shards, std::size_t count, bool sequential);
 // GPU launcher threads (launchers.cpp): queues the shards (GPU shards, none remote) of two or more
 // GPUs at once, the first GPU's from this thread and each other GPU's from its launcher thread when
 // that one is spinning (else from here too); returns once all are queued, rethrowing the error of
-// the first shard that threw. False, having run nothing, when the shards are on one GPU or another
-// thread is using the launchers. TESSERA_PARALLEL_LAUNCH=0 turns the launchers off;
-// TESSERA_LAUNCH_SPIN_US (default 500) is how long an idle one spins before it sleeps.
+// the first shard that threw. False, having run nothing, when the shards are on one GPU, another
+// thread is using the launchers or one cannot start. TESSERA_PARALLEL_LAUNCH=0 turns the
+// launchers off; TESSERA_LAUNCH_SPIN_US (default 500) is how long an idle one spins before it
+// sleeps (an invalid value throws invalid_argument from parallel_launch_enabled). Not used with
+// fewer cores than GPUs + 1 (the launchers spin).
 bool parallel_launch_enabled();
 bool launch_in_parallel(const shard_launch* const* shards, std::size_t count);
+// Groups of shards handed to launcher threads since the process started.
+std::uint64_t launcher_handoffs();
 
 // -- host threads ---------------------------------------------------------------------------
 // Within one host shard, work is split into chunks of this many elements (the last one shorter),
