@@ -307,7 +307,12 @@ if [ "$what" = launchers ]; then
   # with both on, the launchers off (TESSERA_PARALLEL_LAUNCH=0) and both off, alternating. Logs:
   # reduce.log and capture.log (the device tool returns 8 files).
   tests="test_launchers test_reduce test_reduce_dims test_operators test_capture test_hide_communication test_broadcast test_copy test_stencil_paths test_complex_reductions test_statistics"
-  build_and_test launchers "$(variants_of $tests)" bench_reduce bench_capture $tests
+  # LAUNCHERS_TESTS: another list of tests; LAUNCHERS_BENCH=0: the tests only.
+  tests=${LAUNCHERS_TESTS:-$tests}
+  benches="bench_reduce bench_capture"
+  [ "${LAUNCHERS_BENCH:-1}" = 1 ] || benches=""
+  build_and_test launchers "$(variants_of $tests)" $benches $tests
+  [ -n "$benches" ] || exit $status
   for round in 1 2; do
     for v in "1 1" "0 1" "0 0"; do
       set -- $v
