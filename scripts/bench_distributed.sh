@@ -40,6 +40,8 @@ else
   # Tessera gives each rank its share of CUDA_VISIBLE_DEVICES (one GPU each with N ranks).
   many=("$MPIRUN" -np "$N" -x CUDA_VISIBLE_DEVICES -x NCCL_NVLS_ENABLE)
 fi
+# The caller's NCCL and Tessera settings reach every rank (variants of one measurement).
+for v in $(compgen -e | grep -E '^(NCCL_|TESSERA_)' || true); do many+=(-x "$v"); done
 
 echo "== 1 process x $N $([ "$host" = 1 ] && echo "host devices" || echo "GPUs (CUDA_VISIBLE_DEVICES=$CUDA_VISIBLE_DEVICES)")"
 "${one[@]}" "$bench" --save "$base" "$@"

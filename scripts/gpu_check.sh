@@ -18,7 +18,8 @@
 # `scaling`: the copy, halo, stencil, overlap and capture tests (every ctest variant), then
 # bench_stencil with its diagnostic rows.
 # `bulk`: the elementwise tests, then bench_elementwise with and without the staged vector path.
-# `ranks`: the distributed tests under mpirun on the GPUs, then bench_distributed.
+# `ranks`: the distributed tests under mpirun on the GPUs, then bench_distributed (RANKS_VARIANTS:
+# again with other NCCL or Tessera settings).
 # `final`: the tests of the paths a session changed and bench_elementwise, when the suite no
 # longer fits the session's device time.
 # `launchers`: the tests of the GPU launcher threads' paths, then bench_reduce (5) and bench_capture
@@ -271,6 +272,14 @@ if [ "$what" = ranks ]; then
   BUILD_DIR="$BUILD_DIR" bash "$ROOT/scripts/bench_distributed.sh" "$gpus" 2>&1 | tee "$OUT/bench_distributed.log" |
     grep -E "^\(5\)|copyto|summary|vs 1 proc|allreduce" | tail -n 14
   [ "${PIPESTATUS[0]}" = 0 ] || status=1
+  # RANKS_VARIANTS: more runs with other settings (space-separated, each VAR=value settings joined
+  # by commas; NCCL_ and TESSERA_ variables reach every rank), the re-shard rows only.
+  for v in ${RANKS_VARIANTS:-}; do
+    echo "== $v"
+    env ${v//,/ } BUILD_DIR="$BUILD_DIR" bash "$ROOT/scripts/bench_distributed.sh" "$gpus" >> "$OUT/bench_distributed.log" 2>&1 ||
+      status=1
+    grep -E "^  copyto|^  \(5\)" "$OUT/bench_distributed.log" | tail -n 2
+  done
 fi
 if [ "$what" = final ]; then
   # The tests of the paths changed since the last suite run (copies between GPUs, stencils and
