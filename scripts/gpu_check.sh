@@ -24,7 +24,8 @@
 # longer fits the session's device time.
 # `launchers`: the tests of the GPU launcher threads' paths, then bench_reduce (5) and bench_capture
 # with and without them.
-# `launch`: the bare launch's host cost (bench/support/launch_probe.cu), then bench_capture through
+# `launch`: the bare launch's host cost (bench/support/launch_probe.cu; on several GPUs also one thread
+# per GPU at once), then bench_capture through
 # the driver and through the runtime (TESSERA_RUNTIME_LAUNCH=1).
 # `peer`: the copy tests (default and forced NCCL copies, and the gather kernel), then bench_stencil's re-shard and
 # bench_fft's fft2 with the default, the copy engines and other NCCL chunk sizes (PEER_VARIANTS adds
@@ -298,7 +299,7 @@ if [ "$what" = launch ]; then
   source "$ROOT/scripts/common.sh"
   set +e
   mkdir -p "$BUILD_DIR"
-  nvcc -std=c++17 -arch=sm_90 -o "$BUILD_DIR/launch_probe" "$ROOT/bench/support/launch_probe.cu" -lcuda 2>&1 | tail -n 5
+  nvcc -std=c++17 -arch=sm_90 -o "$BUILD_DIR/launch_probe" "$ROOT/bench/support/launch_probe.cu" -lcuda -lpthread 2>&1 | tail -n 5
   "$BUILD_DIR/launch_probe" || status=1
   configure > "$OUT/configure.log" 2>&1 || { tail -n 30 "$OUT/configure.log"; exit 1; }
   cmake --build "$BUILD_DIR" --target bench_capture -j "$(nproc)" > "$OUT/launch_build.log" 2>&1 ||

@@ -1,12 +1,18 @@
 // SPDX-License-Identifier: Apache-2.0
 // The host cost of a bare kernel launch on this machine (no Tessera): <<<>>>, cudaLaunchKernel and
 // the driver's cuLaunchKernel, at 16 and 512 parameter bytes, host microseconds per launch over
-// 20000 launches. The floor under bench_capture's plain launches. Built and run by
-// `bash scripts/gpu_check.sh launch` (nvcc ... -lcuda), not by CMake.
+// 20000 launches. The floor under bench_capture's plain launches. With several GPUs, also an
+// "operation" of one launch per GPU: from one thread in turn, and from one thread per GPU at once
+// (a spin barrier per operation, as Tessera's launcher threads), and each thread launching on its
+// own GPU without barriers: whether the driver lets launches to different GPUs overlap.
+// Built and run by `bash scripts/gpu_check.sh launch` (nvcc ... -lcuda -lpthread), not by CMake.
 #include <cuda.h>
 #include <cuda_runtime.h>
+#include <atomic>
 #include <chrono>
 #include <cstdio>
+#include <thread>
+#include <vector>
 template <int B> struct P { char b[B]; };
 template <int B> __global__ void k(P<B> p) { if (p.b[0] == 123 && threadIdx.x == 999) printf("x"); }
 static double now() { return std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch()).count(); }
@@ -35,11 +41,77 @@ template <int B> void sizes(cudaStream_t s, dim3 g, dim3 b) {
   std::snprintf(name, sizeof name, "cuLaunchKernel param %d B", B);
   per(name, [&] { cuLaunchKernel((CUfunction)f, g.x, 1, 1, b.x, 1, 1, 0, (CUstream)s, args, nullptr); });
 }
+// One launch per GPU per operation, n operations: host us per operation.
+void several(int gpus, int n = 20000) {
+  std::vector<cudaStream_t> st(gpus);
+  std::vector<CUfunction> fn(gpus);
+  for (int d = 0; d < gpus; ++d) {
+    cudaSetDevice(d);
+    cudaStreamCreateWithFlags(&st[d], cudaStreamNonBlocking);
+    cudaGetFuncBySymbol(reinterpret_cast<cudaFunction_t*>(&fn[d]), (const void*)&k<16>);
+  }
+  P<16> p{};
+  void* args[] = {&p};
+  auto one = [&](int d) { cuLaunchKernel(fn[d], 64, 1, 1, 256, 1, 1, 0, (CUstream)st[d], args, nullptr); };
+  auto sync_all = [&] {
+    for (int d = 0; d < gpus; ++d) cudaSetDevice(d), cudaDeviceSynchronize();
+  };
+  // (1) one thread, GPUs in turn (cuLaunchKernel needs the stream's context current).
+  sync_all();
+  double t0 = now();
+  for (int i = 0; i < n; ++i)
+    for (int d = 0; d < gpus; ++d) cudaSetDevice(d), one(d);
+  double t1 = now();
+  sync_all();
+  std::printf("%d GPUs, one thread in turn: host %.3f us per operation (%.3f per launch)\n", gpus, (t1 - t0) * 1e6 / n,
+              (t1 - t0) * 1e6 / n / gpus);
+  // (2) one thread per GPU, a spin barrier per operation; (3) the same threads, no barrier.
+  for (const bool barrier : {true, false}) {
+    std::atomic<int> arrived{0};
+    std::atomic<bool> go{false};
+    std::vector<std::thread> th;
+    std::vector<double> took(gpus);
+    for (int d = 0; d < gpus; ++d) {
+      th.emplace_back([&, d] {
+        cudaSetDevice(d);
+        for (int i = 0; i < 1000; ++i) one(d);
+        cudaDeviceSynchronize();
+        arrived.fetch_add(1);
+        while (!go.load()) {
+        }
+        const double a = now();
+        for (int i = 0; i < n; ++i) {
+          one(d);
+          if (barrier) {  // generation barrier: every thread finishes operation i before i + 1
+            const int target = gpus * (i + 2);
+            arrived.fetch_add(1);
+            while (arrived.load() < target) {
+            }
+          }
+        }
+        took[d] = now() - a;
+      });
+    }
+    while (arrived.load() < gpus) {
+    }
+    go.store(true);
+    for (auto& t : th) t.join();
+    sync_all();
+    double worst = 0;
+    for (double t : took) worst = t > worst ? t : worst;
+    std::printf("%d GPUs, one thread each, %s: host %.3f us per operation\n", gpus,
+                barrier ? "a barrier per operation" : "no barrier", worst * 1e6 / n);
+  }
+}
+
 int main() {
   cudaSetDevice(0);
   cudaStream_t s;
   cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking);
   sizes<16>(s, dim3(64), dim3(256));
   sizes<512>(s, dim3(64), dim3(256));
+  int gpus = 0;
+  cudaGetDeviceCount(&gpus);
+  if (gpus > 1) several(gpus);
   return 0;
 }
