@@ -66,10 +66,20 @@ void run_shards(const shard_launch* shards, std::size_t count, bool sequential) 
   // A single large host shard runs inline: its chunks still spread over the pool.
   const bool use_pool = n_pooled >= 2;
   std::vector<const shard_launch*> large, gpus;
-  // GPU shards of tasks that allow it go through the launcher threads; not into a capture or a
-  // side stream (both belong to this thread), nor one at a time.
+  // GPU shards of tasks that allow it go through the launcher threads when they are on two or more
+  // GPUs of this rank; not into a capture or a side stream (both belong to this thread), nor one
+  // at a time. (A one-GPU operation takes the plain loop: nothing collected, nothing allocated.)
+  int first_gpu = -1;
+  bool several_gpus = false;
+  for (std::size_t i = 0; i < count && !several_gpus; ++i) {
+    const shard_launch& s = shards[i];
+    if (s.host || !s.parallel || is_remote(s.device)) continue;
+    if (first_gpu < 0) first_gpu = s.device;
+    else several_gpus = s.device != first_gpu;
+  }
+  // (parallel_launch_enabled first: an invalid setting is named by every operation, as documented.)
   const bool parallel =
-      !sequential && parallel_launch_enabled() && !capturing() && !on_side_stream();
+      !sequential && parallel_launch_enabled() && several_gpus && !capturing() && !on_side_stream();
   device_restorer restore;
   // Two passes: GPU shards are queued first, so a host shard never delays a GPU's start.
   for (const bool host_pass : {false, true}) {

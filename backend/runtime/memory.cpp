@@ -318,10 +318,9 @@ void release_scratch(int device_id) {
 namespace {
 struct reduce_slots {
   std::mutex m;
-  result_slot result{nullptr, nullptr};
-  unsigned* done_host = nullptr;  // where the host sees result.done
-  unsigned next_ticket = 0;
-  bool armed = false;             // a reduction signals result.ticket and nobody has read it yet
+  result_slot result{nullptr, nullptr};  // on GPUs with `done` (the device's view), ticket unused
+  unsigned ticket = 0;                    // the last one handed out
+  bool armed = false;                     // a reduction signals `ticket` and nobody has read it yet
   unsigned* counter = nullptr;
 };
 reduce_slots& slots_of(int device_id) {
@@ -348,10 +347,10 @@ void allocate_slot(reduce_slots& sl, int device_id) {
     cuda_check(cudaHostGetDevicePointer(&d, h, 0), "cudaHostGetDevicePointer", device_id);
     std::memset(h, 0, 2 * result_slot_bytes);
     sl.result = {h, d, reinterpret_cast<unsigned*>(static_cast<char*>(d) + result_slot_bytes), 0};
-    sl.done_host = reinterpret_cast<unsigned*>(static_cast<char*>(h) + result_slot_bytes);
     return;
   }
 #endif
+  (void)device_id;
   void* h = std::calloc(1, result_slot_bytes);
   if (h == nullptr) throw error("tessera: could not allocate a reduction result slot on the host");
   sl.result = {h, h};
@@ -402,8 +401,7 @@ result_slot armed_result(int device_id) {
   allocate_slot(sl, device_id);
   if (sl.result.done == nullptr || !signals) return {sl.result.host, sl.result.device};
   result_slot r = sl.result;
-  r.ticket = ++sl.next_ticket;
-  sl.result.ticket = r.ticket;
+  r.ticket = ++sl.ticket;
   sl.armed = true;
   return r;
 }
@@ -445,7 +443,11 @@ void read_results(const int* devices, std::size_t n, void* out, std::size_t byte
     unsigned ticket = 0;
     {
       std::lock_guard<std::mutex> lock(sl.m);
-      if (sl.armed && signals) done = sl.done_host, ticket = sl.result.ticket;
+      // The host's view of `done`: just past the result, as allocate_slot placed it.
+      if (sl.armed && signals) {
+        done = reinterpret_cast<const unsigned*>(static_cast<const char*>(sl.result.host) + result_slot_bytes);
+        ticket = sl.ticket;
+      }
       sl.armed = false;
     }
     if (done) wait_signal(devices[i], done, ticket);
