@@ -36,12 +36,11 @@
 namespace tessera::detail::comm::nccl {
 namespace {
 
-// TESSERA_PEER_NCCL: unset, batches that cross between 3 or more GPUs and move at least
-// kDefaultMinBytes go through NCCL (on 2 GPUs a pair's copy engines are not the limit, and small
-// batches such as halos would pay NCCL's launch), unless the runtime's gather kernels take them
-// (every pair over NVLink: rt::gathers_between_gpus, faster on 4 H200s); 0 never; 1 every
+// TESSERA_PEER_NCCL: unset, large batches (rt::large_copy_batch_bytes) across ranks, or over 3 or
+// more GPUs of this process that the runtime's gather kernels do not take (rt::gathers_between_gpus:
+// every pair over NVLink, faster on 4 H200s), go through NCCL (on 2 GPUs a pair's copy engines are
+// not the limit, and small batches such as halos would pay NCCL's launch); 0 never; 1 every
 // qualifying batch.
-constexpr std::size_t kDefaultMinBytes = std::size_t{32} << 20;
 int peer_nccl_mode() {
   static const int mode = [] {
     const char* v = std::getenv("TESSERA_PEER_NCCL");
@@ -170,7 +169,7 @@ bool exchange(const rt::copy_region* c, std::size_t n) {
   auto local = [](int d) { return !rt::is_remote(d); };
   // Within this process the gather kernels or, on 2 GPUs, the copy engines are faster; across
   // ranks the alternative is host staging and MPI, one piece at a time, for any number of GPUs.
-  if (mode < 0 && (total < kDefaultMinBytes || (!across && (devices.size() < 3 || rt::gathers_between_gpus(c, n)))))
+  if (mode < 0 && (total < rt::large_copy_batch_bytes || (!across && (devices.size() < 3 || rt::gathers_between_gpus(c, n)))))
     return false;
   // NCCL cannot span two ranks on one GPU: such a batch keeps the MPI path (every rank learns it
   // from the same exchange of the GPUs' identities).

@@ -552,7 +552,7 @@ bool gathers_between_gpus(const copy_region* c, std::size_t n) {
     if (s.paths[static_cast<std::size_t>(r.dst_device * s.gpu_count + r.src_device)] != copy_path::nvlink) return false;
     moved += r.width * r.height;
   }
-  return !devices.empty() && (mode == 3 || (devices.size() >= 3 && moved >= (std::size_t{32} << 20)));
+  return !devices.empty() && (mode == 3 || (devices.size() >= 3 && moved >= large_copy_batch_bytes));
 #else
   (void)c, (void)n;
   return false;

@@ -368,11 +368,14 @@ struct copy_region {
 // copies between GPUs of this process run concurrently, behind one cross-device wait per pair of
 // devices rather than a chain of waits per copy (update_halo, re-sharding).
 void copy_between_many(const copy_region* regions, std::size_t n);
+// A batch of copies between GPUs that moves at least this much is a large one (a re-shard, a
+// transpose; not a halo): the one-kernel copies and comm::exchange take only those by default.
+inline constexpr std::size_t large_copy_batch_bytes = std::size_t{32} << 20;
 // Whether copy_between_many moves this batch's copies between GPUs with one kernel per device
 // (cuda::gather_rows: by default each source writes every destination at once over NVLink, a
-// scatter; pulled, each destination reads every source at once): by default a batch that crosses
-// between 3 or more GPUs of this process, moves at least 32 MiB between them and has NVLink peer
-// access for every pair it crosses; TESSERA_PEER_KERNEL=3 every batch, 0 none. comm::exchange
+// scatter; pulled, each destination reads every source at once): by default a large batch (at
+// least large_copy_batch_bytes) that crosses between 3 or more GPUs of this process with NVLink
+// peer access for every pair it crosses; TESSERA_PEER_KERNEL=3 every batch, 0 none. comm::exchange
 // leaves such a batch to it (a re-shard of 16384^2 floats on 4 H200s: 0.756x of one pair's
 // bandwidth per device, against 0.64x through NCCL and 0.48x on the copy engines).
 bool gathers_between_gpus(const copy_region* regions, std::size_t n);
