@@ -149,7 +149,7 @@ void gather_as(int device, void* stream, const gather_piece* pieces, int n) {
 
 }  // namespace
 
-bool gather_rows(int device, void* stream, const gather_piece* pieces, int n) {
+void gather_rows(int device, void* stream, const gather_piece* pieces, int n) {
   // More pieces than one kernel's parameters hold: one kernel per group of them.
   for (int first = 0; first < n; first += gather_max_pieces) {
     const gather_piece* g = pieces + first;
@@ -167,7 +167,6 @@ bool gather_rows(int device, void* stream, const gather_piece* pieces, int n) {
     else if (all(2)) gather_as<2>(device, stream, g, k);
     else gather_as<1>(device, stream, g, k);
   }
-  return true;
 }
 
 bool pitched_copy(int device, void* stream, void* dst, std::size_t dst_pitch, const void* src, std::size_t src_pitch,

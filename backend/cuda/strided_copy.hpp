@@ -32,7 +32,7 @@ inline constexpr int gather_max_pieces = 16;
 // Copies every piece with one kernel on `device`, queued on `stream`, its blocks spread over the
 // pieces (every source read at once) instead of one copy after another; more than
 // gather_max_pieces pieces take one kernel per group of them. Loads are 16, 8, 4, 2 or 1 bytes
-// wide, the widest that every size, pitch and address allows. Returns true (the kernels are queued).
-bool gather_rows(int device, void* stream, const gather_piece* pieces, int n);
+// wide, the widest that every size, pitch and address allows.
+void gather_rows(int device, void* stream, const gather_piece* pieces, int n);
 
 }  // namespace tessera::detail::cuda

@@ -78,19 +78,16 @@ struct event_releaser {
   }
 };
 
-// Destination d's pieces (indices `mine` into c) in one gather kernel on `st`, when every source is
-// reached over NVLink; false, queuing nothing, otherwise.
-bool gather_on(int d, const copy_region* c, const std::vector<std::size_t>& mine, cudaStream_t st) {
+// The regions `mine` of c as the gather kernel's pieces (cuda::gather_rows).
+std::vector<cuda::gather_piece> gather_pieces(const copy_region* c, const std::vector<std::size_t>& mine) {
   std::vector<cuda::gather_piece> pieces;
+  pieces.reserve(mine.size());
   for (std::size_t i : mine) {
     const copy_region& r = c[i];
-    if (r.src_device != d &&
-        get().paths[static_cast<std::size_t>(d * get().gpu_count + r.src_device)] != copy_path::nvlink)
-      return false;
     pieces.push_back({r.src, r.dst, r.height > 1 ? r.src_pitch : r.width, r.height > 1 ? r.dst_pitch : r.width,
                       r.width, r.height});
   }
-  return cuda::gather_rows(d, st, pieces.data(), static_cast<int>(pieces.size()));
+  return pieces;
 }
 
 // The pushed form of copy_peers (no ticket, not captured, every pair over NVLink both ways): each
@@ -138,17 +135,13 @@ void push_peers(const copy_region* c, std::size_t n, bool scatter) {
       device_guard guard(s);
       const cudaStream_t st = main_stream(s);
       std::vector<int> to;
-      std::vector<cuda::gather_piece> pieces;
       for (std::size_t i : mine) {
-        const copy_region& r = c[i];
-        if (std::find(to.begin(), to.end(), r.dst_device) == to.end()) {
-          to.push_back(r.dst_device);
-          cuda_check(cudaStreamWaitEvent(st, ready[static_cast<std::size_t>(r.dst_device)], 0), "cudaStreamWaitEvent",
-                     s);
-        }
-        pieces.push_back({r.src, r.dst, r.height > 1 ? r.src_pitch : r.width, r.height > 1 ? r.dst_pitch : r.width,
-                          r.width, r.height});
+        const int d = c[i].dst_device;
+        if (std::find(to.begin(), to.end(), d) != to.end()) continue;
+        to.push_back(d);
+        cuda_check(cudaStreamWaitEvent(st, ready[static_cast<std::size_t>(d)], 0), "cudaStreamWaitEvent", s);
       }
+      const std::vector<cuda::gather_piece> pieces = gather_pieces(c, mine);
       cuda::gather_rows(s, st, pieces.data(), static_cast<int>(pieces.size()));
       const cudaEvent_t done = record(s, st);
       for (int d : to) joins.push_back({s, d, done, st});
@@ -299,8 +292,9 @@ void copy_peers(const copy_region* c, std::size_t n, copy_ticket* ticket) {
     auto turn = [&](std::size_t i) { return ((c[i].src_device - d) % gpus + gpus) % gpus; };
     std::stable_sort(mine.begin(), mine.end(), [&](std::size_t x, std::size_t y) { return turn(x) < turn(y); });
     const auto& pair_streams = gpu(d).peer_streams;
-    if (gather && gather_on(d, c, mine, st)) {
-      // one kernel read every source at once
+    if (gather) {  // one kernel reads every source at once (gathers_between_gpus checked NVLink)
+      const std::vector<cuda::gather_piece> pieces = gather_pieces(c, mine);
+      cuda::gather_rows(d, st, pieces.data(), static_cast<int>(pieces.size()));
     } else if (pair_streams.empty() || captured) {
       for (std::size_t i : mine) issue(c[i], st);
     } else {
