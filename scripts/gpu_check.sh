@@ -24,13 +24,14 @@
 # longer fits the session's device time.
 # `launchers`: the tests of the GPU launcher threads' paths, then bench_reduce (5) and bench_capture
 # with and without them.
+# `stencil_probe`: hand-written Jacobi and 3-D diffusion kernels against cudaMemcpy (no Tessera).
 # `launch`: the bare launch's host cost (bench/support/launch_probe.cu; on several GPUs also one thread
 # per GPU at once), then bench_capture through
 # the driver and through the runtime (TESSERA_RUNTIME_LAUNCH=1).
 # `peer`: the copy tests (default and forced NCCL copies, and the gather kernel), then bench_stencil's re-shard and
 # bench_fft's fft2 with the default, the copy engines and other NCCL chunk sizes (PEER_VARIANTS adds
 # more: space-separated variants, each VAR=value settings joined by commas).
-# Usage: bash scripts/gpu_check.sh [tests|bench|all|multi|suite|stress [N]|mgrace [WAVES [BASE_TREE]]|peer|scaling|bulk|ranks|final|launch|launchers|ab BASE_TREE]
+# Usage: bash scripts/gpu_check.sh [tests|bench|all|multi|suite|stress [N]|mgrace [WAVES [BASE_TREE]]|peer|scaling|bulk|ranks|final|launch|launchers|stencil_probe|ab BASE_TREE]
 set -uo pipefail
 ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 OUT=${OUT:-/tmp/tessera-out}
@@ -310,6 +311,13 @@ if [ "$what" = launch ]; then
       TESSERA_RUNTIME_LAUNCH=$v "$BUILD_DIR/bench_capture" --iters 2000 --reps 5 | grep -E "^  [0-9]+ GPU" || status=1
     done
   done
+fi
+if [ "$what" = stencil_probe ]; then
+  # Issue 22 item 1: what hand-written Jacobi and 3-D diffusion kernels reach on this GPU against
+  # cudaMemcpy (bench/support/stencil_probe.cu), before a generated kernel copies their scheme.
+  mkdir -p "$ROOT/build"
+  nvcc -std=c++20 -O3 -arch=sm_90 -o "$ROOT/build/stencil_probe" "$ROOT/bench/support/stencil_probe.cu" 2>&1 | tail -n 5
+  "$ROOT/build/stencil_probe" 2>&1 | tee "$OUT/stencil_probe.log" || status=1
 fi
 if [ "$what" = launchers ]; then
   # Issue 22 items 3 and 5: the GPU launcher threads and the reduction's done signal. The tests of
