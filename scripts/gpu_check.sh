@@ -25,13 +25,14 @@
 # `launchers`: the tests of the GPU launcher threads' paths, then bench_reduce (5) and bench_capture
 # with and without them.
 # `stencil_probe`: hand-written Jacobi and 3-D diffusion kernels against cudaMemcpy (no Tessera).
+# `soak`: the GPU soak cycle by cycle (which cycles grow GPU memory or threads).
 # `launch`: the bare launch's host cost (bench/support/launch_probe.cu; on several GPUs also one thread
 # per GPU at once), then bench_capture through
 # the driver and through the runtime (TESSERA_RUNTIME_LAUNCH=1).
 # `peer`: the copy tests (default and forced NCCL copies, and the gather kernel), then bench_stencil's re-shard and
 # bench_fft's fft2 with the default, the copy engines and other NCCL chunk sizes (PEER_VARIANTS adds
 # more: space-separated variants, each VAR=value settings joined by commas).
-# Usage: bash scripts/gpu_check.sh [tests|bench|all|multi|suite|stress [N]|mgrace [WAVES [BASE_TREE]]|peer|scaling|bulk|ranks|final|launch|launchers|stencil_probe|ab BASE_TREE]
+# Usage: bash scripts/gpu_check.sh [tests|bench|all|multi|suite|stress [N]|mgrace [WAVES [BASE_TREE]]|peer|scaling|bulk|ranks|final|launch|launchers|stencil_probe|soak|ab BASE_TREE]
 set -uo pipefail
 ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 OUT=${OUT:-/tmp/tessera-out}
@@ -251,6 +252,25 @@ if [ "$what" = scaling ]; then
   build_and_test scaling "$(variants_of $tests)" bench_stencil $tests
   "$BUILD_DIR/bench_stencil" --reps ${SCALING_REPS:-5} > "$OUT/bench_stencil.log" 2>&1 || status=1
   sed -n '/^  (2) copyto/,$p' "$OUT/bench_stencil.log" | grep -v "^      [0-9.]* iterations/s"
+fi
+if [ "$what" = soak ]; then
+  # The GPU soak's growth, cycle by cycle: test_mpi_soak --trace 1 under mpirun, one rank per GPU,
+  # with the defaults and without the NCCL exchange (TESSERA_PEER_NCCL=0): each rank names the
+  # cycles after which its GPU memory or its threads passed their highest so far.
+  # SOAK_CYCLES: cycles per run (default 3000).
+  source "$ROOT/scripts/common.sh"
+  set +e
+  configure > "$OUT/configure.log" 2>&1 || { tail -n 30 "$OUT/configure.log"; exit 1; }
+  cmake --build "$BUILD_DIR" --target test_mpi_soak -j "$(nproc)" > "$OUT/soak_build.log" 2>&1 ||
+    { grep -E "error" "$OUT/soak_build.log" | head -20; exit 1; }
+  gpus=$(nvidia-smi -L | grep -c '^GPU ')
+  for v in "TESSERA_PEER_NCCL=" "TESSERA_PEER_NCCL=0"; do
+    echo "== $v"
+    env "$v" CUDA_MODULE_LOADING=EAGER TESSERA_BACKEND=cuda timeout 400 mpirun -np "$gpus" --oversubscribe \
+      -x TESSERA_PEER_NCCL -x CUDA_MODULE_LOADING -x TESSERA_BACKEND -x NCCL_NVLS_ENABLE \
+      "$BUILD_DIR/test_mpi_soak" --cycles "${SOAK_CYCLES:-3000}" --trace 1 > "$OUT/soak_${v#*=}.log" 2>&1 || status=1
+    grep -E "trace|PASS|FAIL|rror" "$OUT/soak_${v#*=}.log" | head -n 40
+  done
 fi
 if [ "$what" = bulk ]; then
   # Issue 22 item 4: the staged vector path (bulk copies into shared memory) against the per-thread

@@ -9,7 +9,7 @@
 // GPU memory and RSS are back within 1% of the start (RSS: or 1 MiB, for the small processes on
 // host devices) and descriptors and threads did not grow.
 //
-//   mpirun -np 4 test_mpi_soak [--cycles N] [--seed S] [--max-log2 K]
+//   mpirun -np 4 test_mpi_soak [--cycles N] [--seed S] [--max-log2 K] [--trace 0|1]
 //
 // On host devices the device memory is the machine's (MemAvailable, shared with every other
 // process), so only RSS, descriptors and threads are checked there. ctest: test_distributed.soak
@@ -119,7 +119,11 @@ class soak {
     const int extra = static_cast<int>(g_() % 5);
     const index_t m = 1 + static_cast<index_t>(g_() % 63);
     cycle_with(n, extra, m % 7 + 1, m % 9 + 1);
+    last_ = "n = " + std::to_string(n) + ", extra " + std::to_string(extra) + ", rows " + std::to_string(m % 7 + 1) +
+            ", dim rows " + std::to_string(m % 9 + 1);
   }
+  // What the last cycle did, for --trace.
+  const std::string& last() const { return last_; }
   // Every kind of cycle at the largest size, the smallest and an odd one in between, so that what
   // the libraries allocate on first use (NCCL's buffers of each algorithm and protocol, the local
   // memory a kernel's stack needs, cuBLAS and CUB workspaces) exists before the soak measures.
@@ -164,6 +168,7 @@ class soak {
   std::mt19937_64 g_;
   int max_log2_;
   double sum_ = 0;
+  std::string last_;
 };
 
 }  // namespace
@@ -174,13 +179,15 @@ int main(int argc, char** argv) {
   long long cycles = 10000;
   std::uint64_t seed = 1;
   int max_log2 = -1;
+  bool trace = false;
   for (int i = 1; i + 1 < argc; i += 2) {
     const std::string a = argv[i];
     if (a == "--cycles") cycles = std::atoll(argv[i + 1]);
     else if (a == "--seed") seed = std::strtoull(argv[i + 1], nullptr, 10);
     else if (a == "--max-log2") max_log2 = std::max(16, std::atoi(argv[i + 1]));
+    else if (a == "--trace") trace = std::atoi(argv[i + 1]) != 0;
     else {
-      std::fprintf(stderr, "usage: test_mpi_soak [--cycles N] [--seed S] [--max-log2 K]\n");
+      std::fprintf(stderr, "usage: test_mpi_soak [--cycles N] [--seed S] [--max-log2 K] [--trace 0|1]\n");
       return 2;
     }
   }
@@ -210,7 +217,32 @@ int main(int argc, char** argv) {
     for (long long i = 0; i < warm; ++i) s.cycle();
     const usage start = measure(local_gpus);
     const auto t0 = std::chrono::steady_clock::now();
-    for (long long i = 0; i < cycles; ++i) s.cycle();
+    // --trace 1: measure after every cycle (slower: a synchronize and a reclaim each) and name each
+    // cycle after which this rank's GPU memory (by more than 1 MiB) or threads passed their highest
+    // so far, to tell which kind of cycle grows what.
+    usage high = start;
+    for (long long i = 0; i < cycles; ++i) {
+      s.cycle();
+      if (!trace) continue;
+      const usage now = measure(local_gpus);
+      std::string grew;
+      for (std::size_t g = 0; g < local_gpus.size(); ++g) {
+        if (now.gpu_used[g] > high.gpu_used[g] + (std::size_t{1} << 20)) {
+          char t[160];
+          std::snprintf(t, sizeof t, "%s%s used +%.1f MiB (%.1f MiB)", grew.empty() ? "" : ", ",
+                        local_gpus[g].name().c_str(), double(now.gpu_used[g] - high.gpu_used[g]) / (1 << 20),
+                        double(now.gpu_used[g]) / (1 << 20));
+          grew += t;
+          high.gpu_used[g] = now.gpu_used[g];
+        }
+      }
+      if (now.threads > high.threads) {
+        grew += (grew.empty() ? "threads " : ", threads ") + std::to_string(high.threads) + " -> " +
+                std::to_string(now.threads);
+        high.threads = now.threads;
+      }
+      if (!grew.empty()) std::printf("rank %d: trace: cycle %lld (%s): %s\n", me, i, s.last().c_str(), grew.c_str());
+    }
     const double secs = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
     const usage end = measure(local_gpus);
     std::string verdict;
