@@ -227,6 +227,10 @@ TEST_CASE("stencils: the generated kernel of Jacobi's plan, written and compiled
                                                           L2{at(u, 1, 0), {1, n}}),
                                                       L2{at(u, 1, 2), {1, n}}));
   static_assert(detail::cuda::jit_stencil_candidate<OutEval<float, 2>, std::decay_t<decltype(e)>>);
+  // Not with an operand of another type (the source reads every operand as the output's type).
+  static_assert(!detail::cuda::jit_stencil_candidate<
+                OutEval<float, 2>, NodeEval<detail::fn::plus, L2, LeafEval<double, 2>>>);
+  static_assert(!detail::cuda::jit_stencil_candidate<OutEval<float, 2>, NodeEval<sum_all, L2, L2>>);
   const auto pl = detail::make_tile_plan<4>(out, e);
   REQUIRE(pl.valid);
   std::vector<std::uint64_t> words;

@@ -79,11 +79,13 @@ struct jit_spell<NodeEval<fn::negate, A>> {
   }
 };
 
-// Whether an expression may take the path (its value type the output's too: the functors then
-// compute in the same types as the generated source).
+// Whether an expression may take the path: every operand of the output's type (float or double),
+// so that the generated source reads each as T and computes in the same types as the functors.
 template <class Out, class E>
-inline constexpr bool jit_stencil_candidate = jit_operand_type<typename Out::value_type> && jit_spell<E>::ok &&
-                                              leaf_count<E>::value >= 2;
+inline constexpr bool jit_stencil_candidate =
+    jit_operand_type<typename Out::value_type> && jit_spell<E>::ok && leaf_count<E>::value >= 2 &&
+    min_leaf_size<E>::value == sizeof(typename Out::value_type) &&
+    max_leaf_size<E>::value == sizeof(typename Out::value_type);
 
 inline bool jit_stencil_enabled() {
   static const bool on = [] {
