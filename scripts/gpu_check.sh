@@ -269,8 +269,8 @@ if [ "$what" = soak ]; then
     echo "== $v"
     env "$v" CUDA_MODULE_LOADING=EAGER TESSERA_BACKEND=cuda timeout 400 mpirun -np "$gpus" --oversubscribe \
       -x TESSERA_PEER_NCCL -x CUDA_MODULE_LOADING -x TESSERA_BACKEND -x NCCL_NVLS_ENABLE \
-      "$BUILD_DIR/test_mpi_soak" --cycles "${SOAK_CYCLES:-3000}" --trace 1 > "$OUT/soak_${v#*=}.log" 2>&1 || status=1
-    grep -E "trace|PASS|FAIL|rror" "$OUT/soak_${v#*=}.log" | head -n 40
+      "$BUILD_DIR/test_mpi_soak" --cycles "${SOAK_CYCLES:-3000}" --trace 1 > "$OUT/soak_nccl${v#*=}.log" 2>&1 || status=1
+    grep -E "trace|PASS|FAIL|rror" "$OUT/soak_nccl${v#*=}.log" | head -n 40
   done
 fi
 if [ "$what" = jit ]; then
