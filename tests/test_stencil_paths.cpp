@@ -11,7 +11,6 @@
 #include "half_support.hpp"
 
 #include <backend/cuda/stencil_jit.cuh>
-#include <tessera/row_tiles.hpp>
 
 #include <algorithm>
 #include <cstdint>
@@ -123,10 +122,6 @@ using detail::LeafEval;
 using detail::NodeEval;
 using detail::OutEval;
 using detail::ScalarEval;
-template <class... E>
-NodeEval<sum_all, E...> node(E... e) {
-  return {sum_all{}, {{e}...}};
-}
 // a + b as the DSL builds it (fn::plus), for the generated kernels' tests.
 template <class A, class B>
 NodeEval<detail::fn::plus, A, B> add(A a, B b) {
@@ -135,6 +130,31 @@ NodeEval<detail::fn::plus, A, B> add(A a, B b) {
 template <class A, class B>
 NodeEval<detail::fn::multiplies, A, B> mul(A a, B b) {
   return {detail::fn::multiplies{}, {{a}, {b}}};
+}
+// (((a + b) + c) + ...): operands numbered in order.
+template <class A, class B, class... R>
+auto node(A a, B b, R... r) {
+  if constexpr (sizeof...(R) == 0) return add(a, b);
+  else return node(add(a, b), r...);
+}
+// The plan of a shard writing `out` from `e` (the box is not used by the plan).
+template <class T, int N, class E>
+detail::rtc::tile_plan plan_of(const OutEval<T, N>& out, const E& e) {
+  const detail::ShardTask<OutEval<T, N>, E, N> t{out, e, {}, 0, detail::path::cartesian, false};
+  constexpr int L = detail::leaf_count<E>::value;
+  std::int64_t ext[N], ost[N], opst[L * N];
+  std::uintptr_t op[L];
+  return detail::rtc::make_tile_plan(detail::cuda::jit_stencil_call(t, ext, ost, op, opst));
+}
+// The generated kernel's description for that shard (4 rows per thread) and its parameter words.
+template <class T, int N, class E>
+detail::rtc::stencil_desc desc_of(const OutEval<T, N>& out, const E& e, std::vector<std::uint64_t>& words) {
+  const detail::ShardTask<OutEval<T, N>, E, N> t{out, e, {}, 0, detail::path::cartesian, false};
+  constexpr int L = detail::leaf_count<E>::value;
+  std::int64_t ext[N], ost[N], opst[L * N];
+  std::uintptr_t op[L];
+  const auto c = detail::cuda::jit_stencil_call(t, ext, ost, op, opst);
+  return detail::rtc::describe_stencil(c, detail::rtc::make_tile_plan(c), 4, words);
 }
 }  // namespace
 
@@ -146,7 +166,7 @@ TEST_CASE("stencils: the row-tile plan of Jacobi's views, on the host") {
   const OutEval<float, 2> out{at(v, 1, 1), {1, n}};
   // u(0.., 1..), u(2.., 1..), u(1.., 0..), u(1.., 2..): the output's aligned element is i = 3.
   const auto e = node(L2{at(u, 0, 1), {1, n}}, L2{at(u, 2, 1), {1, n}}, L2{at(u, 1, 0), {1, n}}, L2{at(u, 1, 2), {1, n}});
-  const auto pl = detail::make_tile_plan<4>(out, e);
+  const auto pl = plan_of(out, e);
   REQUIRE(pl.valid);
   CHECK(pl.members == 4);
   CHECK(pl.head == 3);
@@ -170,7 +190,7 @@ TEST_CASE("stencils: the row-tile plan of Jacobi's views, on the host") {
     static float w[64 * 64];
     const auto f = node(L2{at(u, 1, 1), {1, n}}, L2{at(u, 1, 3), {1, n}}, L2{at(u, 6, 1), {1, n}}, L2{at(w, 1, 1), {1, n}},
                         L2{at(u, 2, 1), {1, n}});
-    const auto q = detail::make_tile_plan<4>(out, f);
+    const auto q = plan_of(out, f);
     REQUIRE(q.valid);
     CHECK(q.members == 2);
     const int member[] = {1, 0, 0, 0, 1};
@@ -180,14 +200,14 @@ TEST_CASE("stencils: the row-tile plan of Jacobi's views, on the host") {
   }
   SUBCASE("no plan: one member, rows not a multiple of 16 bytes, a broadcast or strided view") {
     static float w[64 * 64];
-    CHECK_FALSE(detail::make_tile_plan<4>(out, node(L2{at(u, 1, 1), {1, n}}, L2{at(w, 1, 1), {1, n}})).valid);
+    CHECK_FALSE(plan_of(out, node(L2{at(u, 1, 1), {1, n}}, L2{at(w, 1, 1), {1, n}})).valid);
     const OutEval<float, 2> odd{v + 1, {1, 63}};
-    CHECK_FALSE(detail::make_tile_plan<4>(odd, node(L2{u, {1, 63}}, L2{u + 1, {1, 63}})).valid);
-    CHECK_FALSE(detail::make_tile_plan<4>(out, node(L2{u, {0, n}}, L2{u + n, {0, n}})).valid);
-    CHECK_FALSE(detail::make_tile_plan<4>(out, node(L2{u, {2, n}}, L2{u + 1, {2, n}})).valid);
+    CHECK_FALSE(plan_of(odd, node(L2{u, {1, 63}}, L2{u + 1, {1, 63}})).valid);
+    CHECK_FALSE(plan_of(out, node(L2{u, {0, n}}, L2{u + n, {0, n}})).valid);
+    CHECK_FALSE(plan_of(out, node(L2{u, {2, n}}, L2{u + 1, {2, n}})).valid);
     // Rows shorter than 4 chunks: a shift along dim 0 could pass for one along dim 1.
     const OutEval<float, 2> narrow{v + 1, {1, 8}};
-    CHECK_FALSE(detail::make_tile_plan<4>(narrow, node(L2{u, {1, 8}}, L2{u + 1, {1, 8}})).valid);
+    CHECK_FALSE(plan_of(narrow, node(L2{u, {1, 8}}, L2{u + 1, {1, 8}})).valid);
   }
   SUBCASE("3-D diffusion: the plane's views are members, the neighbouring planes' and ci are not") {
     using L3 = LeafEval<double, 3>;
@@ -199,7 +219,7 @@ TEST_CASE("stencils: the row-tile plan of Jacobi's views, on the host") {
     const OutEval<double, 3> o3{a3(o, 1, 1, 1), {1, m, p}};
     const auto d = node(leaf(t, 1, 1, 1), leaf(c, 1, 1, 1), leaf(t, 0, 1, 1), leaf(t, 2, 1, 1), leaf(t, 1, 0, 1),
                         leaf(t, 1, 2, 1), leaf(t, 1, 1, 0), leaf(t, 1, 1, 2), leaf(t, 1, 1, 1));
-    const auto q = detail::make_tile_plan<2>(o3, d);
+    const auto q = plan_of(o3, d);
     REQUIRE(q.valid);
     CHECK(q.members == 6);
     const int member[] = {1, 0, 1, 1, 1, 1, 0, 0, 1};
@@ -231,10 +251,10 @@ TEST_CASE("stencils: the generated kernel of Jacobi's plan, written and compiled
   static_assert(!detail::cuda::jit_stencil_candidate<
                 OutEval<float, 2>, NodeEval<detail::fn::plus, L2, LeafEval<double, 2>>>);
   static_assert(!detail::cuda::jit_stencil_candidate<OutEval<float, 2>, NodeEval<sum_all, L2, L2>>);
-  const auto pl = detail::make_tile_plan<4>(out, e);
+  const auto pl = plan_of(out, e);
   REQUIRE(pl.valid);
   std::vector<std::uint64_t> words;
-  const auto d = detail::cuda::jit_stencil_desc(out, e, pl, words);
+  const auto d = desc_of(out, e, words);
   CHECK(d.expr == "(S0 * (((L0 + L1) + L2) + L3))");
   CHECK(words.size() == detail::rtc::stencil_words(d));
   float quarter = 0;
@@ -263,10 +283,10 @@ TEST_CASE("stencils: the generated kernel of Jacobi's plan, written and compiled
     const auto lap = add(add(add(leaf(t, 0, 1, 1), leaf(t, 2, 1, 1)), add(leaf(t, 1, 0, 1), leaf(t, 1, 2, 1))),
                          add(leaf(t, 1, 1, 0), leaf(t, 1, 1, 2)));
     const auto f = add(leaf(t, 1, 1, 1), mul(mul(ScalarEval<double>{0.1}, leaf(c, 1, 1, 1)), lap));
-    const auto p3 = detail::make_tile_plan<2>(o3, f);
+    const auto p3 = plan_of(o3, f);
     REQUIRE(p3.valid);
     std::vector<std::uint64_t> w3;
-    const auto d3 = detail::cuda::jit_stencil_desc(o3, f, p3, w3);
+    const auto d3 = desc_of(o3, f, w3);
     CHECK(d3.operands[1].member == 0);  // ci
     CHECK(d3.operands[1].mode == 0);     // at the output's alignment: one chunk
     CHECK(d3.operands[6].member == 0);  // the plane below

@@ -5,18 +5,19 @@
 // plan (two or more operands that are views of one array within a row and an element of each
 // other) runs as a kernel generated for that plan: the source names each member's register by
 // constant indices. TESSERA_JIT_STENCIL=0 turns the path off (the row kernels then run).
-// Included by executor.cuh only.
+// Only the flattening of a shard is compiled per expression here; the plan, the source, the cache
+// and the launch are compiled once (backend/rtc/stencil.cpp). Included by executor.cuh only.
 #pragma once
 #include <backend/rtc/stencil.hpp>
 #include <tessera/evaluator.hpp>
 #include <tessera/functional.hpp>
-#include <tessera/row_tiles.hpp>
 
 #include <cstdint>
 #include <cstdlib>
 #include <cstring>
 #include <string>
 #include <type_traits>
+#include <utility>
 #include <vector>
 
 namespace tessera::detail::cuda {
@@ -87,18 +88,6 @@ inline constexpr bool jit_stencil_candidate =
     min_leaf_size<E>::value == sizeof(typename Out::value_type) &&
     max_leaf_size<E>::value == sizeof(typename Out::value_type);
 
-// Rows along dim 1 per thread (TESSERA_JIT_STENCIL_ROWS, 1 to 16, default 4: the hand-written
-// Jacobi reached 0.925x memcpy with 2, 0.974x with 4 to 16; a 3-D diffusion in double with 4 rows
-// keeps 128 registers).
-inline int jit_stencil_rows() {
-  static const int rows = [] {
-    const char* v = std::getenv("TESSERA_JIT_STENCIL_ROWS");
-    const int r = v ? std::atoi(v) : 4;
-    return r >= 1 && r <= 16 ? r : 4;
-  }();
-  return rows;
-}
-
 inline bool jit_stencil_enabled() {
   static const bool on = [] {
     const char* v = std::getenv("TESSERA_JIT_STENCIL");
@@ -107,78 +96,83 @@ inline bool jit_stencil_enabled() {
   return on;
 }
 
-// The generated kernel's description for a shard with plan `pl`, and its parameter words.
-template <class T, int N, class E>
-rtc::stencil_desc jit_stencil_desc(const OutEval<T, N>& out, const E& e, const tile_plan<leaf_count<E>::value, N>& pl,
-                                   std::vector<std::uint64_t>& words) {
-  constexpr int K = static_cast<int>(16 / sizeof(T)), L = leaf_count<E>::value;
-  rtc::stencil_desc d;
-  d.type = std::is_same_v<T, float> ? "float" : "double";
-  d.k = K;
-  d.n = N;
-  d.head = pl.head;
-  d.rows = jit_stencil_rows();
-  int leaf = 0;
-  jit_spell<E>::text(d.expr, leaf, d.scalar_types);
-  d.operands.resize(L);
-  d.lo = pl.lo, d.hi = pl.hi, d.left_dy = pl.left_dy, d.right_dy = pl.right_dy;
-  d.group = pl.valid;
-  auto word = [](index_t v) { return static_cast<std::uint64_t>(v); };
-  words.clear();
-  words.push_back(reinterpret_cast<std::uintptr_t>(out.p));
-  for (int k = 0; k < N; ++k) words.push_back(word(out.st[k]));
-  words.resize(words.size() + N + 1);  // extents and count: filled by the caller
-  words.push_back(pl.anchor);
-  for (int k = 0; k < N; ++k) words.push_back(word(pl.st[k]));
-  std::vector<std::uint64_t> scalar_words;  // after every operand's words, in the scalars' order
-  for_each_operand<0>(
-      e,
-      [&](auto l, const auto& lf) {
-        constexpr int i = decltype(l)::value;
-        auto& o = d.operands[i];
-        if (pl.valid && pl.member[i]) {
-          o.member = 1, o.dy = pl.dy[i], o.s = pl.s[i];
-        } else if (lf.st[0] == 0) {
-          o.mode = 2;
-        } else {
-          bool rows_aligned = lf.st[0] == 1 && reinterpret_cast<std::uintptr_t>(lf.p) % sizeof(T) == 0;
-          for (int k = 1; k < N; ++k) rows_aligned = rows_aligned && lf.st[k] % K == 0;
-          if (rows_aligned) {
-            o.m = static_cast<int>((reinterpret_cast<std::uintptr_t>(lf.p) / sizeof(T) + pl.head) % K);
-            o.mode = o.m == 0 ? 0 : 1;
-          }
-        }
-        words.push_back(reinterpret_cast<std::uintptr_t>(lf.p));
-        for (int k = 0; k < N; ++k) words.push_back(word(lf.st[k]));
-      },
-      [&](const auto& sc) {
-        std::uint64_t bits = 0;
-        std::memcpy(&bits, &sc.value, sizeof(sc.value));
-        if constexpr (std::is_integral_v<std::decay_t<decltype(sc.value)>> && sizeof(sc.value) < 8)
-          bits = static_cast<std::uint64_t>(static_cast<std::int64_t>(sc.value));
-        scalar_words.push_back(bits);
-      });
-  words.insert(words.end(), scalar_words.begin(), scalar_words.end());
-  (void)L;
-  return d;
+// Operands (array leaves) and scalars of an evaluator, depth first: f(leaf) and g(scalar).
+template <class T, int N, class F, class G>
+void for_each_operand(const LeafEval<T, N>& e, F& f, G&) {
+  f(e);
+}
+template <class T, class F, class G>
+void for_each_operand(const ScalarEval<T>& e, F&, G& g) {
+  g(e);
+}
+template <class Fn, class... E, class F, class G>
+void for_each_operand(const NodeEval<Fn, E...>& e, F& f, G& g);
+template <class Fn, class... E, class F, class G, std::size_t... S>
+void for_each_operand_of(const NodeEval<Fn, E...>& e, F& f, G& g, std::index_sequence<S...>) {
+  (for_each_operand(ev_get<S>(e.a), f, g), ...);
+}
+template <class Fn, class... E, class F, class G>
+void for_each_operand(const NodeEval<Fn, E...>& e, F& f, G& g) {
+  for_each_operand_of(e, f, g, std::index_sequence_for<E...>{});
 }
 
-// Runs the shard through a generated kernel when it has a row-tile plan; false otherwise.
+// The expression written out (L<i>, S<i>) and its scalars' C types, once per expression type.
+template <class E>
+const std::pair<std::string, std::vector<std::string>>& jit_text() {
+  static const std::pair<std::string, std::vector<std::string>> text = [] {
+    std::pair<std::string, std::vector<std::string>> t;
+    int leaf = 0;
+    jit_spell<E>::text(t.first, leaf, t.second);
+    return t;
+  }();
+  return text;
+}
+
+// A shard of a candidate expression, flattened for rtc::run_stencil (which plans, generates,
+// compiles and launches, compiled once in tessera_runtime); false when the shard has no plan.
+template <class Out, class E, int N>
+rtc::stencil_call jit_stencil_call(const ShardTask<Out, E, N>& t, std::int64_t (&ext)[N], std::int64_t (&out_st)[N],
+                                   std::uintptr_t (&op)[leaf_count<E>::value],
+                                   std::int64_t (&op_st)[leaf_count<E>::value * N]) {
+  using T = typename Out::value_type;
+  rtc::stencil_call c;
+  c.type = std::is_same_v<T, float> ? "float" : "double";
+  c.elem = static_cast<int>(sizeof(T));
+  c.n = N;
+  for (int k = 0; k < N; ++k) ext[k] = t.ext[k], out_st[k] = t.out.st[k];
+  c.ext = ext;
+  c.count = t.n;
+  c.out = reinterpret_cast<std::uintptr_t>(t.out.p);
+  c.out_st = out_st;
+  c.operands = leaf_count<E>::value;
+  c.op = op;
+  c.op_st = op_st;
+  const auto& text = jit_text<E>();
+  c.expr = text.first;
+  c.scalar_types = text.second;
+  int i = 0;
+  auto leaf = [&](const auto& lf) {
+    op[i] = reinterpret_cast<std::uintptr_t>(lf.p);
+    for (int k = 0; k < N; ++k) op_st[i * N + k] = lf.st[k];
+    ++i;
+  };
+  auto scalar = [&](const auto& sc) {
+    using S = std::decay_t<decltype(sc.value)>;
+    std::uint64_t bits = 0;
+    if constexpr (std::is_integral_v<S>) bits = static_cast<std::uint64_t>(static_cast<std::int64_t>(sc.value));
+    else std::memcpy(&bits, &sc.value, sizeof(S));
+    c.scalar_bits.push_back(bits);
+  };
+  for_each_operand(t.e, leaf, scalar);
+  return c;
+}
+
 template <class Out, class E, int N>
 bool run_jit_stencil(const ShardTask<Out, E, N>& t, int device, int shard) {
-  using T = typename Out::value_type;
-  constexpr int K = static_cast<int>(16 / sizeof(T));
-  const auto pl = make_tile_plan<K>(t.out, t.e);
-  if (!pl.valid) return false;
-  std::vector<std::uint64_t> words;
-  rtc::stencil_desc d = jit_stencil_desc(t.out, t.e, pl, words);
-  for (int k = 0; k < N; ++k) words[static_cast<std::size_t>(1 + N + k)] = static_cast<std::uint64_t>(t.ext[k]);
-  words[static_cast<std::size_t>(1 + 2 * N)] = static_cast<std::uint64_t>(t.n);
-  const index_t tiles = (t.ext[1] + d.rows - 1) / d.rows * (t.n / (t.ext[0] * t.ext[1]));
-  const index_t x = (t.ext[0] - pl.head + index_t{128} * K - 1) / (index_t{128} * K);
-  rtc::launch_stencil(d, words.data(), device, shard, static_cast<unsigned>(x),
-                      static_cast<unsigned>(tiles < 65535 ? tiles : 65535));
-  return true;
+  constexpr int L = leaf_count<E>::value;
+  std::int64_t ext[N], out_st[N], op_st[L * N];
+  std::uintptr_t op[L];
+  return rtc::run_stencil(jit_stencil_call(t, ext, out_st, op, op_st), device, shard);
 }
 
 }  // namespace tessera::detail::cuda

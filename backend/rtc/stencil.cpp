@@ -12,6 +12,7 @@
 #include <backend/rtc/rtc.hpp>
 #include <backend/rtc/stencil.hpp>
 
+#include <cstdlib>
 #include <map>
 #include <memory>
 #include <mutex>
@@ -48,6 +49,123 @@ std::string scalar_read(const std::string& type, std::size_t word) {
 }
 
 }  // namespace
+
+tile_plan make_tile_plan(const stencil_call& c) {
+  tile_plan pl;
+  const int N = c.n, L = static_cast<int>(c.operands);
+  if (N < 2 || L < 2 || c.elem <= 0 || 16 % c.elem != 0) return pl;
+  const std::int64_t K = 16 / c.elem;
+  for (int k = 1; k < N; ++k)
+    if (c.out_st[k] % K != 0) return pl;
+  const auto elem = [&](std::uintptr_t p) { return static_cast<std::int64_t>(p / static_cast<std::uintptr_t>(c.elem)); };
+  pl.head = static_cast<int>((K - elem(c.out) % K) % K);
+  // The candidates: unit stride along dim 0, rows aligned alike.
+  std::vector<bool> ok(static_cast<std::size_t>(L));
+  auto st = [&](int l) { return c.op_st + static_cast<std::ptrdiff_t>(l) * N; };
+  for (int l = 0; l < L; ++l) {
+    bool g = st(l)[0] == 1 && c.op[l] % static_cast<std::uintptr_t>(c.elem) == 0;
+    for (int k = 1; k < N; ++k) g = g && st(l)[k] % K == 0;
+    ok[static_cast<std::size_t>(l)] = g;
+  }
+  const auto same_strides = [&](int a, int b) {
+    for (int k = 0; k < N; ++k)
+      if (st(a)[k] != st(b)[k]) return false;
+    return true;
+  };
+  // Where operand l sits against candidate anchor r moved by m0 elements (a multiple of K): its
+  // row and window start, or false when it is not a member.
+  const auto place = [&](int r, std::int64_t m0, int l, int& dy, int& s) {
+    if (!ok[static_cast<std::size_t>(l)] || !same_strides(r, l)) return false;
+    const std::int64_t row = st(r)[1];
+    if (row < 4 * K && row > -4 * K) return false;  // a shift along dim 0 must not pass for a row
+    const std::int64_t d = elem(c.op[l]) - elem(c.op[r]);
+    const std::int64_t m = (elem(c.op[r]) + pl.head) % K;  // r's element at an aligned output, in its chunk
+    for (int y = -1; y <= 1; ++y) {
+      const std::int64_t w = d - y * row + m - m0;
+      if (w >= -1 && w <= 1) {
+        dy = y, s = static_cast<int>(w);
+        return true;
+      }
+    }
+    return false;
+  };
+  int best = 0, best_r = -1;
+  std::int64_t best_m0 = 0;
+  for (int r = 0; r < L; ++r) {
+    if (!ok[static_cast<std::size_t>(r)]) continue;
+    for (std::int64_t m0 : {std::int64_t(0), K, -K, 2 * K, -2 * K}) {
+      int count = 0, dy = 0, s = 0;
+      for (int l = 0; l < L; ++l) count += place(r, m0, l, dy, s) ? 1 : 0;
+      if (count > best) best = count, best_r = r, best_m0 = m0;
+    }
+  }
+  if (best < 2) return pl;
+  pl.valid = true;
+  pl.members = best;
+  const std::int64_t m = (elem(c.op[best_r]) + pl.head) % K;
+  pl.anchor = c.op[best_r] + static_cast<std::uintptr_t>((best_m0 - m) * c.elem);
+  pl.st.assign(st(best_r), st(best_r) + N);
+  pl.member.assign(static_cast<std::size_t>(L), 0);
+  pl.dy.assign(static_cast<std::size_t>(L), 0);
+  pl.s.assign(static_cast<std::size_t>(L), 0);
+  pl.lo = 1, pl.hi = -1;
+  for (int l = 0; l < L; ++l) {
+    int dy = 0, s = 0;
+    if (!place(best_r, best_m0, l, dy, s)) continue;
+    const auto i = static_cast<std::size_t>(l);
+    pl.member[i] = 1, pl.dy[i] = dy, pl.s[i] = s;
+    if (s < 0) pl.left_dy |= 1 << (dy + 1);
+    if (s > 0) pl.right_dy |= 1 << (dy + 1);
+    if (dy < pl.lo) pl.lo = dy;
+    if (dy > pl.hi) pl.hi = dy;
+  }
+  return pl;
+}
+
+stencil_desc describe_stencil(const stencil_call& c, const tile_plan& pl, int rows, std::vector<std::uint64_t>& words) {
+  const int N = c.n, K = 16 / c.elem;
+  const std::size_t L = c.operands;
+  stencil_desc d;
+  d.type = c.type;
+  d.k = K;
+  d.rows = rows;
+  d.n = N;
+  d.head = pl.head;
+  d.expr = c.expr;
+  d.scalar_types = c.scalar_types;
+  d.operands.resize(L);
+  d.lo = pl.lo, d.hi = pl.hi, d.left_dy = pl.left_dy, d.right_dy = pl.right_dy;
+  d.group = pl.valid;
+  auto word = [](std::int64_t v) { return static_cast<std::uint64_t>(v); };
+  words.clear();
+  words.push_back(c.out);
+  for (int k = 0; k < N; ++k) words.push_back(word(c.out_st[k]));
+  for (int k = 0; k < N; ++k) words.push_back(word(c.ext[k]));
+  words.push_back(word(c.count));
+  words.push_back(pl.anchor);
+  for (int k = 0; k < N; ++k) words.push_back(word(pl.valid ? pl.st[static_cast<std::size_t>(k)] : 0));
+  for (std::size_t i = 0; i < L; ++i) {
+    const std::int64_t* st = c.op_st + static_cast<std::ptrdiff_t>(i) * N;
+    auto& o = d.operands[i];
+    if (pl.valid && pl.member[i]) {
+      o.member = 1, o.dy = pl.dy[i], o.s = pl.s[i];
+    } else if (st[0] == 0) {
+      o.mode = 2;
+    } else {
+      bool rows_aligned = st[0] == 1 && c.op[i] % static_cast<std::uintptr_t>(c.elem) == 0;
+      for (int k = 1; k < N; ++k) rows_aligned = rows_aligned && st[k] % K == 0;
+      if (rows_aligned) {
+        o.m = static_cast<int>((c.op[i] / static_cast<std::uintptr_t>(c.elem) + static_cast<std::uintptr_t>(pl.head)) %
+                               static_cast<std::uintptr_t>(K));
+        o.mode = o.m == 0 ? 0 : 1;
+      }
+    }
+    words.push_back(c.op[i]);
+    for (int k = 0; k < N; ++k) words.push_back(word(st[k]));
+  }
+  words.insert(words.end(), c.scalar_bits.begin(), c.scalar_bits.end());
+  return d;
+}
 
 std::string stencil_source(const stencil_desc& d) {
   const int K = d.k, U = d.rows, N = d.n;
@@ -227,12 +345,24 @@ program& stencil_program(const stencil_desc& d) {
 }
 }  // namespace
 
-void launch_stencil(const stencil_desc& d, const std::uint64_t* words, int device, int shard, unsigned grid_x,
-                    unsigned grid_y) {
+bool run_stencil(const stencil_call& c, int device, int shard) {
+  static const int rows = [] {
+    const char* v = std::getenv("TESSERA_JIT_STENCIL_ROWS");
+    const int r = v ? std::atoi(v) : 4;
+    return r >= 1 && r <= 16 ? r : 4;
+  }();
+  const tile_plan pl = make_tile_plan(c);
+  if (!pl.valid) return false;
+  std::vector<std::uint64_t> words;
+  const stencil_desc d = describe_stencil(c, pl, rows, words);
+  const std::int64_t K = d.k, tiles = (c.ext[1] + rows - 1) / rows * (c.count / (c.ext[0] * c.ext[1]));
+  const std::int64_t x = (c.ext[0] - pl.head + 128 * K - 1) / (128 * K);
   void* kernel = stencil_program(d).gpu_function(device);
-  void* args[] = {const_cast<std::uint64_t*>(words)};
-  const unsigned grid[3] = {grid_x, grid_y, 1}, block[3] = {128, 1, 1};
+  void* args[] = {words.data()};
+  const unsigned grid[3] = {static_cast<unsigned>(x), static_cast<unsigned>(tiles < 65535 ? tiles : 65535), 1},
+                 block[3] = {128, 1, 1};
   launch(kernel, device, shard, grid, block, 0, args, "tessera_stencil");
+  return true;
 }
 
 void compile_stencil(const std::string& code, int arch) {

@@ -6,8 +6,9 @@
 // memcpy on Jacobi against 0.835x for the row kernels, docs/performance.md); here each member's row
 // and shift are constants of the source, as in the hand-written kernel that reaches 0.974x.
 //
-// The source is made from a description (below) built by backend/cuda/stencil_jit.cuh from the
-// expression's evaluator type; the kernel's one parameter is an array of 64-bit words (pointers,
+// The executor (backend/cuda/stencil_jit.cuh) flattens a shard of a candidate expression into a
+// stencil_call (below); everything else is compiled here, once: the plan, the description of the
+// kernel, its source, its cache and its launch. The kernel's one parameter is an array of 64-bit words (pointers,
 // strides, extents, scalars' bits) in the order the description gives. This header includes no
 // CUDA header.
 #pragma once
@@ -17,6 +18,45 @@
 #include <vector>
 
 namespace tessera::detail::rtc {
+
+// One shard of a candidate expression, flattened by the executor (backend/cuda/stencil_jit.cuh):
+// the output and every operand (array leaf) by address and strides in elements, the expression
+// written out over L<i> and S<i>, and each scalar's C type and bits.
+struct stencil_call {
+  const char* type = "";          // float or double: the output's and every operand's
+  int elem = 0;                   // its size in bytes
+  int n = 0;                      // rank
+  const std::int64_t* ext = nullptr;  // the box, n extents
+  std::int64_t count = 0;             // elements of the box
+  std::uintptr_t out = 0;
+  const std::int64_t* out_st = nullptr;
+  std::size_t operands = 0;
+  const std::uintptr_t* op = nullptr;     // operands' addresses
+  const std::int64_t* op_st = nullptr;    // operands' strides, n each
+  std::string expr;
+  std::vector<std::string> scalar_types;
+  std::vector<std::uint64_t> scalar_bits;
+};
+
+// Which operands are views of one array a row and an element apart (see row_tiles below).
+struct tile_plan {
+  bool valid = false;           // a group of two or more members was found
+  int members = 0;
+  int head = 0;                 // elements before a row's first 16-byte aligned output
+  int lo = 0, hi = 0;           // the members' least and greatest dy: rows lo .. U - 1 + hi are loaded
+  int left_dy = 0;              // bit dy + 1: a member of that dy has s = -1 (reads the element before a chunk)
+  int right_dy = 0;             // bit dy + 1: a member of that dy has s = 1 (the element after)
+  std::vector<int> member, dy, s;  // per operand; dy and s: -1, 0 or 1
+  std::uintptr_t anchor = 0;    // address of the anchor's element (0, ..., 0), may lie outside it
+  std::vector<std::int64_t> st;  // the anchor's strides, in elements
+};
+// The plan of a shard (K elements per 16-byte chunk): a member has unit stride along dim 0 and
+// exactly the anchor's strides, whose dims 1.. are multiples of K, so that every row of a thread
+// keeps one alignment; the output's dims 1.. too. Every member element the kernel reads is an
+// element of that member, and every chunk it loads lies between two of them (rows lo .. count - 1
+// + hi, the member of least dy giving the first, the one of greatest dy the last), so no byte
+// outside an allocation is read.
+tile_plan make_tile_plan(const stencil_call& c);
 
 struct stencil_desc {
   std::string type;              // the element type of the output and of every operand: float or double
@@ -50,12 +90,14 @@ inline std::size_t stencil_words(const stencil_desc& d) {
   return static_cast<std::size_t>(3 + 3 * d.n) + d.operands.size() * static_cast<std::size_t>(1 + d.n) +
          d.scalar_types.size();
 }
-// Launches the kernel of `d` on the device's stream over `grid` x 128 threads; `words` is its
-// parameter (stencil_words(d) of them). The kernel is generated and compiled on first use and
-// kept by a short key of the description (the source is written only then; the compiled code is
-// also cached on disk, rtc.cpp).
-void launch_stencil(const stencil_desc& d, const std::uint64_t* words, int device, int shard, unsigned grid_x,
-                    unsigned grid_y);
+// The description and parameter words of the kernel of `c` with plan `pl` (rows: rows per thread).
+stencil_desc describe_stencil(const stencil_call& c, const tile_plan& pl, int rows, std::vector<std::uint64_t>& words);
+// Runs the shard through its generated kernel on the device's stream when it has a plan, and
+// returns whether it did. The kernel is generated and compiled on first use and kept by a short
+// key of its description (the source is written only then; the compiled code is also cached on
+// disk, rtc.cpp). Rows per thread: TESSERA_JIT_STENCIL_ROWS (1 to 16, default 4: the hand-written
+// Jacobi reached 0.925x memcpy with 2, 0.974x with 4 to 16).
+bool run_stencil(const stencil_call& c, int device, int shard);
 // Compiles `code` for compute capability `arch` without a GPU (tests): throws compile_error.
 void compile_stencil(const std::string& code, int arch);
 

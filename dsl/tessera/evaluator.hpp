@@ -52,7 +52,7 @@ struct LeafEval;
 template <class F, class... E>
 struct NodeEval;
 // Array leaves of an evaluator (its operands read from memory), numbered depth first from 0: the
-// row-tile plan (row_tiles.hpp) names a leaf by that number.
+// generated stencil kernels (backend/rtc/stencil.hpp) number operands that way.
 template <class E>
 struct leaf_count : std::integral_constant<int, 0> {};
 template <class T, int N>
