@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: Apache-2.0
 // Tessera: stencil kernels generated and compiled at run time (NVRTC), one per expression and
-// row-tile plan (dsl/tessera/row_tiles.hpp). The plan is known only on the host, per shard: which
+// row-tile plan (make_tile_plan below). The plan is known only on the host, per shard: which
 // operands are views of one array a row and an element apart. A kernel compiled ahead of time
 // must pick each operand's register at run time, which costs more than the reuse saves (0.79x
 // memcpy on Jacobi against 0.835x for the row kernels, docs/performance.md); here each member's row
@@ -38,7 +38,7 @@ struct stencil_call {
   std::vector<std::uint64_t> scalar_bits;
 };
 
-// Which operands are views of one array a row and an element apart (see row_tiles below).
+// Which operands are views of one array a row and an element apart.
 struct tile_plan {
   bool valid = false;           // a group of two or more members was found
   int members = 0;
