@@ -8,9 +8,9 @@
 //
 // The executor (backend/cuda/stencil_jit.cuh) flattens a shard of a candidate expression into a
 // stencil_call (below); everything else is compiled here, once: the plan, the description of the
-// kernel, its source, its cache and its launch. The kernel's one parameter is an array of 64-bit words (pointers,
-// strides, extents, scalars' bits) in the order the description gives. This header includes no
-// CUDA header.
+// kernel, its source, its cache and its launch. The kernel's one parameter is an array of 64-bit
+// words (pointers, strides, extents, scalars' bits) in the order stencil_words gives. This header
+// includes no CUDA header.
 #pragma once
 #include <cstddef>
 #include <cstdint>
