@@ -9,13 +9,12 @@
 // and the launch are compiled once (backend/rtc/stencil.cpp). Included by executor.cuh only.
 #pragma once
 #include <backend/rtc/stencil.hpp>
-#include <tessera/evaluator.hpp>
-#include <tessera/functional.hpp>
-
 #include <cstdint>
 #include <cstdlib>
 #include <cstring>
 #include <string>
+#include <tessera/evaluator.hpp>
+#include <tessera/functional.hpp>
 #include <type_traits>
 #include <utility>
 #include <vector>
@@ -34,7 +33,7 @@ template <class T>
 inline constexpr const char* jit_scalar_type = std::is_same_v<T, float>    ? "float"
                                                : std::is_same_v<T, double> ? "double"
                                                : std::is_same_v<T, int>    ? "int"
-                                               : (std::is_integral_v<T> && std::is_signed_v<T> && sizeof(T) == 8)
+                                               : (std::is_integral_v<T>&& std::is_signed_v<T> && sizeof(T) == 8)
                                                    ? "long long"
                                                    : nullptr;
 template <class T, int N>
@@ -58,9 +57,8 @@ inline constexpr const char* jit_binary = std::is_same_v<F, fn::plus>         ? 
 template <class F, class A, class B>
 struct jit_spell<NodeEval<F, A, B>> {
   // Division only between floating-point operands: two integers divide as doubles in fn::divides.
-  static constexpr bool is_div =
-      std::is_same_v<F, fn::divides> &&
-      (std::is_floating_point_v<typename A::value_type> || std::is_floating_point_v<typename B::value_type>);
+  static constexpr bool is_div = std::is_same_v<F, fn::divides> && (std::is_floating_point_v<typename A::value_type> ||
+                                                                    std::is_floating_point_v<typename B::value_type>);
   static constexpr bool ok = (jit_binary<F> != nullptr || is_div) && jit_spell<A>::ok && jit_spell<B>::ok;
   static void text(std::string& s, int& leaf, std::vector<std::string>& scalars) {
     s += "(";
@@ -84,7 +82,7 @@ struct jit_spell<NodeEval<fn::negate, A>> {
 // so that the generated source reads each as T and computes in the same types as the functors.
 template <class Out, class E>
 inline constexpr bool jit_stencil_candidate =
-    jit_operand_type<typename Out::value_type> && jit_spell<E>::ok && leaf_count<E>::value >= 2 &&
+    jit_operand_type<typename Out::value_type>&& jit_spell<E>::ok&& leaf_count<E>::value >= 2 &&
     min_leaf_size<E>::value == sizeof(typename Out::value_type) &&
     max_leaf_size<E>::value == sizeof(typename Out::value_type);
 
@@ -159,8 +157,10 @@ rtc::stencil_call jit_stencil_call(const ShardTask<Out, E, N>& t, std::int64_t (
   auto scalar = [&](const auto& sc) {
     using S = std::decay_t<decltype(sc.value)>;
     std::uint64_t bits = 0;
-    if constexpr (std::is_integral_v<S>) bits = static_cast<std::uint64_t>(static_cast<std::int64_t>(sc.value));
-    else std::memcpy(&bits, &sc.value, sizeof(S));
+    if constexpr (std::is_integral_v<S>)
+      bits = static_cast<std::uint64_t>(static_cast<std::int64_t>(sc.value));
+    else
+      std::memcpy(&bits, &sc.value, sizeof(S));
     c.scalar_bits.push_back(bits);
   };
   for_each_operand(t.e, leaf, scalar);

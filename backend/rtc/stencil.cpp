@@ -11,7 +11,6 @@
 // one by one. As bench/support/stencil_probe.cu's tile kernel (0.974x memcpy for Jacobi on an H200).
 #include <backend/rtc/rtc.hpp>
 #include <backend/rtc/stencil.hpp>
-
 #include <cstdlib>
 #include <map>
 #include <memory>
@@ -57,7 +56,9 @@ tile_plan make_tile_plan(const stencil_call& c) {
   const std::int64_t K = 16 / c.elem;
   for (int k = 1; k < N; ++k)
     if (c.out_st[k] % K != 0) return pl;
-  const auto elem = [&](std::uintptr_t p) { return static_cast<std::int64_t>(p / static_cast<std::uintptr_t>(c.elem)); };
+  const auto elem = [&](std::uintptr_t p) {
+    return static_cast<std::int64_t>(p / static_cast<std::uintptr_t>(c.elem));
+  };
   pl.head = static_cast<int>((K - elem(c.out) % K) % K);
   // The candidates: unit stride along dim 0, rows aligned alike.
   std::vector<bool> ok(static_cast<std::size_t>(L));
@@ -207,7 +208,8 @@ std::string stencil_source(const stencil_desc& d) {
     << "    idx[0] = 0;\n"
     << "    idx[1] = y0;\n"
     << "    { long long o = slice;\n"
-    << "      for (int k = 2; k < N; ++k) { const long long e = w[" << ext << " + k]; idx[k] = k + 1 < N ? o % e : o; o /= e; } }\n";
+    << "      for (int k = 2; k < N; ++k) { const long long e = w[" << ext
+    << " + k]; idx[k] = k + 1 < N ? o % e : o; o /= e; } }\n";
   // Every operand's offset at x = 0 of the tile's first row, and the output's.
   s << "    long long ob = 0;\n"
     << "    for (int k = 1; k < N; ++k) ob += idx[k] * w[1 + k];\n";
@@ -244,7 +246,8 @@ std::string stencil_source(const stencil_desc& d) {
       << "    }\n"
       << "#pragma unroll\n"
       << "    for (int b = 0; b < U + 2; ++b) {\n"
-      << "      const T l = __shfl_up_sync(0xffffffffu, r[b][K - 1], 1), x = __shfl_down_sync(0xffffffffu, r[b][0], 1);\n"
+      << "      const T l = __shfl_up_sync(0xffffffffu, r[b][K - 1], 1), x = __shfl_down_sync(0xffffffffu, r[b][0], "
+         "1);\n"
       << "      if (prev_ok) lf[b] = l;\n"
       << "      if (next_ok) rt[b] = x;\n"
       << "    }\n";
@@ -260,13 +263,17 @@ std::string stencil_source(const stencil_desc& d) {
       for (int j = 0; j < K; ++j) {
         const int e = j + o.s;
         s << "        L" << i << "[" << j << "] = ";
-        if (e < 0) s << "lf[u + " << row << "];\n";
-        else if (e >= K) s << "rt[u + " << row << "];\n";
-        else s << "r[u + " << row << "][" << e << "];\n";
+        if (e < 0)
+          s << "lf[u + " << row << "];\n";
+        else if (e >= K)
+          s << "rt[u + " << row << "];\n";
+        else
+          s << "r[u + " << row << "][" << e << "];\n";
       }
       continue;
     }
-    const std::string st0 = "w[" + std::to_string(op_word(i) + 1) + "]", st1 = "w[" + std::to_string(op_word(i) + 2) + "]";
+    const std::string st0 = "w[" + std::to_string(op_word(i) + 1) + "]",
+                      st1 = "w[" + std::to_string(op_word(i) + 2) + "]";
     const std::string at = "q" + std::to_string(i) + " + b" + std::to_string(i) + " + u * " + st1;
     s << "        if (whole) {\n";
     if (o.mode == 0) {
@@ -294,8 +301,8 @@ std::string stencil_source(const stencil_desc& d) {
   }
   s << "        T O[K];\n";
   for (int j = 0; j < K; ++j)
-    s << "        O[" << j << "] = (T)" << expr_with(d.expr, [&](int i) { return "L" + std::to_string(i) + "[" + std::to_string(j) + "]"; })
-      << ";\n";
+    s << "        O[" << j << "] = (T)"
+      << expr_with(d.expr, [&](int i) { return "L" + std::to_string(i) + "[" + std::to_string(j) + "]"; }) << ";\n";
   s << "        if (whole) *(V*)(out + ob + x0 + u * w[2]) = pack(O);\n"
     << "      }\n"
     << "    }\n"

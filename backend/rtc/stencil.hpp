@@ -23,16 +23,16 @@ namespace tessera::detail::rtc {
 // the output and every operand (array leaf) by address and strides in elements, the expression
 // written out over L<i> and S<i>, and each scalar's C type and bits.
 struct stencil_call {
-  const char* type = "";          // float or double: the output's and every operand's
-  int elem = 0;                   // its size in bytes
-  int n = 0;                      // rank
+  const char* type = "";              // float or double: the output's and every operand's
+  int elem = 0;                       // its size in bytes
+  int n = 0;                          // rank
   const std::int64_t* ext = nullptr;  // the box, n extents
   std::int64_t count = 0;             // elements of the box
   std::uintptr_t out = 0;
   const std::int64_t* out_st = nullptr;
   std::size_t operands = 0;
-  const std::uintptr_t* op = nullptr;     // operands' addresses
-  const std::int64_t* op_st = nullptr;    // operands' strides, n each
+  const std::uintptr_t* op = nullptr;   // operands' addresses
+  const std::int64_t* op_st = nullptr;  // operands' strides, n each
   std::string expr;
   std::vector<std::string> scalar_types;
   std::vector<std::uint64_t> scalar_bits;
@@ -40,15 +40,15 @@ struct stencil_call {
 
 // Which operands are views of one array a row and an element apart.
 struct tile_plan {
-  bool valid = false;           // a group of two or more members was found
+  bool valid = false;  // a group of two or more members was found
   int members = 0;
-  int head = 0;                 // elements before a row's first 16-byte aligned output
-  int lo = 0, hi = 0;           // the members' least and greatest dy: rows lo .. U - 1 + hi are loaded
-  int left_dy = 0;              // bit dy + 1: a member of that dy has s = -1 (reads the element before a chunk)
-  int right_dy = 0;             // bit dy + 1: a member of that dy has s = 1 (the element after)
+  int head = 0;                    // elements before a row's first 16-byte aligned output
+  int lo = 0, hi = 0;              // the members' least and greatest dy: rows lo .. U - 1 + hi are loaded
+  int left_dy = 0;                 // bit dy + 1: a member of that dy has s = -1 (reads the element before a chunk)
+  int right_dy = 0;                // bit dy + 1: a member of that dy has s = 1 (the element after)
   std::vector<int> member, dy, s;  // per operand; dy and s: -1, 0 or 1
-  std::uintptr_t anchor = 0;    // address of the anchor's element (0, ..., 0), may lie outside it
-  std::vector<std::int64_t> st;  // the anchor's strides, in elements
+  std::uintptr_t anchor = 0;       // address of the anchor's element (0, ..., 0), may lie outside it
+  std::vector<std::int64_t> st;    // the anchor's strides, in elements
 };
 // The plan of a shard (K elements per 16-byte chunk): a member has unit stride along dim 0 and
 // exactly the anchor's strides, whose dims 1.. are multiples of K, so that every row of a thread
@@ -59,11 +59,11 @@ struct tile_plan {
 tile_plan make_tile_plan(const stencil_call& c);
 
 struct stencil_desc {
-  std::string type;              // the element type of the output and of every operand: float or double
-  int k = 0;                     // elements per 16-byte chunk
-  int rows = 4;                  // rows along dim 1 per thread
-  int n = 0;                     // rank of the box
-  int head = 0;                  // elements before a row's first 16-byte aligned output
+  std::string type;  // the element type of the output and of every operand: float or double
+  int k = 0;         // elements per 16-byte chunk
+  int rows = 4;      // rows along dim 1 per thread
+  int n = 0;         // rank of the box
+  int head = 0;      // elements before a row's first 16-byte aligned output
   // The expression, C++ over `L<i>` (operand i's element) and `S<i>` (scalar i), e.g.
   // "(S0 * (((L0 + L1) + L2) + L3))"; every operand and scalar keeps its own type, as in the
   // functors of the compiled path.
@@ -78,7 +78,7 @@ struct stencil_desc {
   };
   std::vector<operand> operands;
   int lo = 0, hi = 0, left_dy = 0, right_dy = 0;  // as in tile_plan
-  bool group = false;                              // some operand is a member
+  bool group = false;                             // some operand is a member
 };
 
 // The kernel's source (extern "C" tessera_stencil), from the description.
