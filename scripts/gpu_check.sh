@@ -26,13 +26,14 @@
 # with and without them.
 # `stencil_probe`: hand-written Jacobi and 3-D diffusion kernels against cudaMemcpy (no Tessera).
 # `soak`: the GPU soak cycle by cycle (which cycles grow GPU memory or threads).
+# `jit`: the stencil tests and bench_stencil with and without the run-time compiled stencil kernels.
 # `launch`: the bare launch's host cost (bench/support/launch_probe.cu; on several GPUs also one thread
 # per GPU at once), then bench_capture through
 # the driver and through the runtime (TESSERA_RUNTIME_LAUNCH=1).
 # `peer`: the copy tests (default and forced NCCL copies, and the gather kernel), then bench_stencil's re-shard and
 # bench_fft's fft2 with the default, the copy engines and other NCCL chunk sizes (PEER_VARIANTS adds
 # more: space-separated variants, each VAR=value settings joined by commas).
-# Usage: bash scripts/gpu_check.sh [tests|bench|all|multi|suite|stress [N]|mgrace [WAVES [BASE_TREE]]|peer|scaling|bulk|ranks|final|launch|launchers|stencil_probe|soak|ab BASE_TREE]
+# Usage: bash scripts/gpu_check.sh [tests|bench|all|multi|suite|stress [N]|mgrace [WAVES [BASE_TREE]]|peer|scaling|bulk|ranks|final|launch|launchers|stencil_probe|soak|jit|ab BASE_TREE]
 set -uo pipefail
 ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 OUT=${OUT:-/tmp/tessera-out}
@@ -270,6 +271,31 @@ if [ "$what" = soak ]; then
       -x TESSERA_PEER_NCCL -x CUDA_MODULE_LOADING -x TESSERA_BACKEND -x NCCL_NVLS_ENABLE \
       "$BUILD_DIR/test_mpi_soak" --cycles "${SOAK_CYCLES:-3000}" --trace 1 > "$OUT/soak_nccl${v#*=}.log" 2>&1 || status=1
     grep -E "trace|PASS|FAIL|rror" "$OUT/soak_nccl${v#*=}.log" | head -n 40
+  done
+fi
+if [ "$what" = jit ]; then
+  # Issue 22 item 1: the run-time compiled stencil kernels (backend/rtc/stencil.cpp). The stencil, halo,
+  # overlap and capture tests with them (TESSERA_JIT_STENCIL=1) and without (the default), then
+  # bench_stencil's one-GPU rows (Jacobi, 3-D diffusion) with and without it, alternating, twice.
+  # JIT_TESTS: another list of tests; JIT_ARGS: bench_stencil's arguments; JIT_ROWS: below.
+  tests=${JIT_TESTS:-"test_stencil_paths test_halo test_hide_communication test_capture test_views_assign test_broadcast"}
+  TESSERA_JIT_STENCIL=1 build_and_test jit "$(variants_of $tests)" bench_stencil $tests
+  echo "== the same tests with TESSERA_JIT_STENCIL=0"
+  (cd "$BUILD_DIR" && TESSERA_JIT_STENCIL=0 ctest -L gpu -R "$(variants_of $tests)" -j 4 --output-on-failure) \
+    > "$OUT/jit_off_ctest.log" 2>&1 || { status=1; grep -B4 -A12 -E "ERROR:|FATAL" "$OUT/jit_off_ctest.log" | head -40; }
+  grep -E "tests passed" "$OUT/jit_off_ctest.log"
+  for round in 1 2; do
+    for v in 1 0; do
+      echo "== round $round, TESSERA_JIT_STENCIL=$v"
+      TESSERA_JIT_STENCIL=$v "$BUILD_DIR/bench_stencil" ${JIT_ARGS:-} > "$OUT/stencil_${round}_$v.log" 2>&1 || status=1
+      grep -E "Jacobi|diffusion|memcpy of the grid|plain CUDA 5-point" "$OUT/stencil_${round}_$v.log" | head -30
+    done
+  done
+  # JIT_ROWS: rows per thread to compare as well (e.g. "2 8"), one run each.
+  for r in ${JIT_ROWS:-}; do
+    echo "== TESSERA_JIT_STENCIL_ROWS=$r"
+    TESSERA_JIT_STENCIL=1 TESSERA_JIT_STENCIL_ROWS=$r "$BUILD_DIR/bench_stencil" ${JIT_ARGS:-} > "$OUT/stencil_rows_$r.log" 2>&1 || status=1
+    grep -E "bytes/s vs memcpy|T_eff vs memcpy|scaling, hidden" "$OUT/stencil_rows_$r.log" | head -8
   done
 fi
 if [ "$what" = bulk ]; then

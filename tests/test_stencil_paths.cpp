@@ -2,11 +2,15 @@
 // Stencils over shifted views: every alignment of the output and of each operand along the
 // contiguous dim, rows long enough for the row kernels of backend/cuda/executor.cuh (128 elements
 // and more; the row-vector kernel reads each operand as 16-byte chunks and does the unaligned ends
-// one by one; the marching kernel walks the last dim in chunks), element types of 2, 4 and 8
-// bytes, 2-D and 3-D, operands broadcast along either
-// dim, and the halo'd Jacobi sweep over every device. Every result is compared with plain loops on
-// the host, on fresh random data.
+// one by one; float and double stencils with views of one array a row and an element apart run
+// as kernels generated and compiled at run time, backend/rtc/stencil.cpp), element types of 2, 4
+// and 8 bytes, 2-D and 3-D, operands broadcast along either dim, and the halo'd Jacobi sweep over
+// every device. Every result is compared with plain loops on the host, on fresh random data. The
+// row-tile plan and the generated source are checked on their own, on the host (the source
+// compiled by NVRTC where the build has CUDA).
 #include "half_support.hpp"
+
+#include <backend/cuda/stencil_jit.cuh>
 
 #include <algorithm>
 #include <cstdint>
@@ -82,6 +86,17 @@ void shifts_for_type() {
         check_shifts<T>(ds, p, r, 6, 3, 1, 4, 2, 0);
       }
       check_shifts<T>(ds, p, 2052, 9, 1, 0, 2, 3, 4);
+      // Rows of a multiple of 16 bytes for every element type (float and double take the kernels
+      // compiled at run time, backend/rtc/stencil.cpp): views one element apart (served from the
+      // chunks), two and more apart (read on their own), one row (a tile of one row) to tiles of 4
+      // rows and a partial one, every output alignment.
+      for (index_t r : {index_t(136), index_t(264), index_t(1032)}) {
+        for (index_t c : {index_t(3), index_t(4), index_t(6), index_t(7), index_t(11)}) {
+          for (int o = 0; o < 5; ++o) check_shifts<T>(ds, p, r, c, o, o, (o + 1) % 5, std::max(o - 1, 0), (o + 2) % 5);
+          check_shifts<T>(ds, p, r, c, 1, 0, 2, 1, 1);
+          check_shifts<T>(ds, p, r, c, 2, 2, 2, 2, 2);
+        }
+      }
       // More columns than one block of the marching kernel walks (16), the last chunk partial.
       check_shifts<T>(ds, p, 261, 71, 2, 1, 3, 0, 4);
     }
@@ -95,9 +110,196 @@ TEST_CASE("stencils: shifted views at every alignment, double") { shifts_for_typ
 TEST_CASE("stencils: shifted views at every alignment, half") { shifts_for_type<half>(); }
 TEST_CASE("stencils: shifted views at every alignment, int32") { shifts_for_type<std::int32_t>(); }
 
+namespace {
+// The functor of a plan test's expression: any arity, the plan only reads the leaves.
+struct sum_all {
+  template <class... A>
+  float operator()(A... a) const {
+    return (0.0f + ... + static_cast<float>(a));
+  }
+};
+using detail::LeafEval;
+using detail::NodeEval;
+using detail::OutEval;
+using detail::ScalarEval;
+// a + b as the DSL builds it (fn::plus), for the generated kernels' tests.
+template <class A, class B>
+NodeEval<detail::fn::plus, A, B> add(A a, B b) {
+  return {detail::fn::plus{}, {{a}, {b}}};
+}
+template <class A, class B>
+NodeEval<detail::fn::multiplies, A, B> mul(A a, B b) {
+  return {detail::fn::multiplies{}, {{a}, {b}}};
+}
+// (((a + b) + c) + ...): operands numbered in order.
+template <class A, class B, class... R>
+auto node(A a, B b, R... r) {
+  if constexpr (sizeof...(R) == 0) return add(a, b);
+  else return node(add(a, b), r...);
+}
+// The plan of a shard writing `out` from `e` (the box is not used by the plan).
+template <class T, int N, class E>
+detail::rtc::tile_plan plan_of(const OutEval<T, N>& out, const E& e) {
+  const detail::ShardTask<OutEval<T, N>, E, N> t{out, e, {}, 0, detail::path::cartesian, false};
+  constexpr int L = detail::leaf_count<E>::value;
+  std::int64_t ext[N], ost[N], opst[L * N];
+  std::uintptr_t op[L];
+  return detail::rtc::make_tile_plan(detail::cuda::jit_stencil_call(t, ext, ost, op, opst));
+}
+// The generated kernel's description for that shard (4 rows per thread) and its parameter words.
+template <class T, int N, class E>
+detail::rtc::stencil_desc desc_of(const OutEval<T, N>& out, const E& e, std::vector<std::uint64_t>& words) {
+  const detail::ShardTask<OutEval<T, N>, E, N> t{out, e, {}, 0, detail::path::cartesian, false};
+  constexpr int L = detail::leaf_count<E>::value;
+  std::int64_t ext[N], ost[N], opst[L * N];
+  std::uintptr_t op[L];
+  const auto c = detail::cuda::jit_stencil_call(t, ext, ost, op, opst);
+  return detail::rtc::describe_stencil(c, detail::rtc::make_tile_plan(c), 4, words);
+}
+}  // namespace
+
+TEST_CASE("stencils: the row-tile plan of Jacobi's views, on the host") {
+  alignas(16) static float u[64 * 64], v[64 * 64];
+  const index_t n = 64;
+  const auto at = [&](float* a, index_t i, index_t j) { return a + i + n * j; };
+  using L2 = LeafEval<float, 2>;
+  const OutEval<float, 2> out{at(v, 1, 1), {1, n}};
+  // u(0.., 1..), u(2.., 1..), u(1.., 0..), u(1.., 2..): the output's aligned element is i = 3.
+  const auto e = node(L2{at(u, 0, 1), {1, n}}, L2{at(u, 2, 1), {1, n}}, L2{at(u, 1, 0), {1, n}}, L2{at(u, 1, 2), {1, n}});
+  const auto pl = plan_of(out, e);
+  REQUIRE(pl.valid);
+  CHECK(pl.members == 4);
+  CHECK(pl.head == 3);
+  // The anchor's chunk for output i = 3 in row j holds u(i - 1 .. i + 2, j + 1) = u(4..7, j + 1).
+  CHECK(pl.anchor == reinterpret_cast<std::uintptr_t>(at(u, 1, 1)));
+  CHECK(pl.st[0] == 1);
+  CHECK(pl.st[1] == n);
+  const int dy[] = {0, 0, -1, 1}, s[] = {-1, 1, 0, 0};
+  for (int l = 0; l < 4; ++l) {
+    INFO("leaf " << l);
+    CHECK(pl.member[l] == 1);
+    CHECK(pl.dy[l] == dy[l]);
+    CHECK(pl.s[l] == s[l]);
+  }
+  CHECK(pl.lo == -1);
+  CHECK(pl.hi == 1);
+  CHECK(pl.left_dy == 2);   // u(0.., 1..): dy 0, reads the element before a chunk
+  CHECK(pl.right_dy == 2);  // u(2.., 1..)
+
+  SUBCASE("views two rows apart, or K elements apart, or of another array, read on their own") {
+    static float w[64 * 64];
+    const auto f = node(L2{at(u, 1, 1), {1, n}}, L2{at(u, 1, 3), {1, n}}, L2{at(u, 6, 1), {1, n}}, L2{at(w, 1, 1), {1, n}},
+                        L2{at(u, 2, 1), {1, n}});
+    const auto q = plan_of(out, f);
+    REQUIRE(q.valid);
+    CHECK(q.members == 2);
+    const int member[] = {1, 0, 0, 0, 1};
+    for (int l = 0; l < 5; ++l) CHECK(q.member[l] == member[l]);
+    CHECK(q.lo == 0);
+    CHECK(q.hi == 0);
+  }
+  SUBCASE("no plan: one member, rows not a multiple of 16 bytes, a broadcast or strided view") {
+    static float w[64 * 64];
+    CHECK_FALSE(plan_of(out, node(L2{at(u, 1, 1), {1, n}}, L2{at(w, 1, 1), {1, n}})).valid);
+    const OutEval<float, 2> odd{v + 1, {1, 63}};
+    CHECK_FALSE(plan_of(odd, node(L2{u, {1, 63}}, L2{u + 1, {1, 63}})).valid);
+    CHECK_FALSE(plan_of(out, node(L2{u, {0, n}}, L2{u + n, {0, n}})).valid);
+    CHECK_FALSE(plan_of(out, node(L2{u, {2, n}}, L2{u + 1, {2, n}})).valid);
+    // Rows shorter than 4 chunks: a shift along dim 0 could pass for one along dim 1.
+    const OutEval<float, 2> narrow{v + 1, {1, 8}};
+    CHECK_FALSE(plan_of(narrow, node(L2{u, {1, 8}}, L2{u + 1, {1, 8}})).valid);
+  }
+  SUBCASE("3-D diffusion: the plane's views are members, the neighbouring planes' and ci are not") {
+    using L3 = LeafEval<double, 3>;
+    alignas(16) static double t[16 * 16 * 4], c[16 * 16 * 4], o[16 * 16 * 4];
+    const index_t m = 16, p = 16 * 16;
+    const auto a3 = [&](double* a, index_t i, index_t j, index_t k) { return a + i + m * j + p * k; };
+    const index_t st[3] = {1, m, p};
+    const auto leaf = [&](double* a, index_t i, index_t j, index_t k) { return L3{a3(a, i, j, k), {st[0], st[1], st[2]}}; };
+    const OutEval<double, 3> o3{a3(o, 1, 1, 1), {1, m, p}};
+    const auto d = node(leaf(t, 1, 1, 1), leaf(c, 1, 1, 1), leaf(t, 0, 1, 1), leaf(t, 2, 1, 1), leaf(t, 1, 0, 1),
+                        leaf(t, 1, 2, 1), leaf(t, 1, 1, 0), leaf(t, 1, 1, 2), leaf(t, 1, 1, 1));
+    const auto q = plan_of(o3, d);
+    REQUIRE(q.valid);
+    CHECK(q.members == 6);
+    const int member[] = {1, 0, 1, 1, 1, 1, 0, 0, 1};
+    for (int l = 0; l < 9; ++l) {
+      INFO("leaf " << l);
+      CHECK(q.member[l] == member[l]);
+    }
+    CHECK(q.head == 1);
+    CHECK(q.s[0] == 0);
+    CHECK(q.s[2] == -1);
+    CHECK(q.s[3] == 1);
+    CHECK(q.dy[4] == -1);
+    CHECK(q.dy[5] == 1);
+  }
+}
+
+
+TEST_CASE("stencils: the generated kernel of Jacobi's plan, written and compiled on the host") {
+  alignas(16) static float u[64 * 64], v[64 * 64];
+  const index_t n = 64;
+  const auto at = [&](float* a, index_t i, index_t j) { return a + i + n * j; };
+  using L2 = LeafEval<float, 2>;
+  const OutEval<float, 2> out{at(v, 1, 1), {1, n}};
+  const auto e = mul(ScalarEval<float>{0.25f}, add(add(add(L2{at(u, 0, 1), {1, n}}, L2{at(u, 2, 1), {1, n}}),
+                                                          L2{at(u, 1, 0), {1, n}}),
+                                                      L2{at(u, 1, 2), {1, n}}));
+  static_assert(detail::cuda::jit_stencil_candidate<OutEval<float, 2>, std::decay_t<decltype(e)>>);
+  // Not with an operand of another type (the source reads every operand as the output's type).
+  static_assert(!detail::cuda::jit_stencil_candidate<
+                OutEval<float, 2>, NodeEval<detail::fn::plus, L2, LeafEval<double, 2>>>);
+  static_assert(!detail::cuda::jit_stencil_candidate<OutEval<float, 2>, NodeEval<sum_all, L2, L2>>);
+  const auto pl = plan_of(out, e);
+  REQUIRE(pl.valid);
+  std::vector<std::uint64_t> words;
+  const auto d = desc_of(out, e, words);
+  CHECK(d.expr == "(S0 * (((L0 + L1) + L2) + L3))");
+  CHECK(words.size() == detail::rtc::stencil_words(d));
+  float quarter = 0;
+  std::memcpy(&quarter, &words.back(), sizeof quarter);
+  CHECK(quarter == 0.25f);
+  const std::string code = detail::rtc::stencil_source(d);
+  // u(i - 1, j): the element before the chunk in row j; u(i + 1, j): the one after; u(i, j -+ 1):
+  // the chunk of the row above and below, all by constant indices.
+  CHECK(code.find("L0[0] = lf[u + 1];") != std::string::npos);
+  CHECK(code.find("L0[1] = r[u + 1][0];") != std::string::npos);
+  CHECK(code.find("L1[3] = rt[u + 1];") != std::string::npos);
+  CHECK(code.find("L2[2] = r[u + 0][2];") != std::string::npos);
+  CHECK(code.find("L3[2] = r[u + 2][2];") != std::string::npos);
+#if TESSERA_HAS_CUDA
+  CHECK_NOTHROW(detail::rtc::compile_stencil(code, 90));
+#else
+  MESSAGE("not compiled with NVRTC: this build has no CUDA");
+#endif
+
+  SUBCASE("a 3-D diffusion in double with an operand of another array, compiled too") {
+    using L3 = LeafEval<double, 3>;
+    alignas(16) static double t[16 * 16 * 4], c[16 * 16 * 4], o[16 * 16 * 4];
+    const index_t m = 16, q = 16 * 16;
+    const auto leaf = [&](double* a, index_t i, index_t j, index_t k) { return L3{a + i + m * j + q * k, {1, m, q}}; };
+    const OutEval<double, 3> o3{o + 1 + m + q, {1, m, q}};
+    const auto lap = add(add(add(leaf(t, 0, 1, 1), leaf(t, 2, 1, 1)), add(leaf(t, 1, 0, 1), leaf(t, 1, 2, 1))),
+                         add(leaf(t, 1, 1, 0), leaf(t, 1, 1, 2)));
+    const auto f = add(leaf(t, 1, 1, 1), mul(mul(ScalarEval<double>{0.1}, leaf(c, 1, 1, 1)), lap));
+    const auto p3 = plan_of(o3, f);
+    REQUIRE(p3.valid);
+    std::vector<std::uint64_t> w3;
+    const auto d3 = desc_of(o3, f, w3);
+    CHECK(d3.operands[1].member == 0);  // ci
+    CHECK(d3.operands[1].mode == 0);     // at the output's alignment: one chunk
+    CHECK(d3.operands[6].member == 0);  // the plane below
+    const std::string code3 = detail::rtc::stencil_source(d3);
+#if TESSERA_HAS_CUDA
+    CHECK_NOTHROW(detail::rtc::compile_stencil(code3, 90));
+#endif
+  }
+}
+
 TEST_CASE("stencils: 3-D 7-point diffusion against loops") {
   for (const auto& ds : device_sets()) {
-    for (const auto& [n, ny] : {std::pair<index_t, index_t>{3, 5}, {130, 5}, {133, 5}, {133, 37}}) {
+    for (const auto& [n, ny] : {std::pair<index_t, index_t>{3, 5}, {130, 5}, {133, 5}, {133, 37}, {136, 6}}) {
       // Every device holds at least one plane (the halo's width); 41 planes: more than one block
       // of the marching kernel walks (16), the last chunk partial.
       const index_t g = static_cast<index_t>(ds.size());

@@ -5,6 +5,7 @@
 #pragma once
 #include <backend/cuda/launch.cuh>
 #include <tessera/evaluator.hpp>
+#include <backend/cuda/stencil_jit.cuh>
 
 // The five instructions of the staged path only: <cuda/ptx> (every instruction) cost 0.6 s of
 // every program's compile (bench/compile_time/include_only.cpp: 2.34 -> 2.97 s on 2 cores).
@@ -88,13 +89,6 @@ __global__ void __launch_bounds__(block_threads) elementwise_kernel(const ShardT
 // expressions (below). Operands repeated in the expression (`a` in a * b + a) are copied once.
 // TESSERA_ELEMENTWISE_BULK=0 keeps the per-thread loads.
 inline constexpr int bulk_threads = 256;
-// Array leaves of an evaluator (its operands read from memory).
-template <class E>
-struct leaf_count : std::integral_constant<int, 0> {};
-template <class T, int N>
-struct leaf_count<LeafEval<T, N>> : std::integral_constant<int, 1> {};
-template <class F, class... E>
-struct leaf_count<NodeEval<F, E...>> : std::integral_constant<int, (0 + ... + leaf_count<E>::value)> {};
 template <class E>
 struct leaf_bytes : std::integral_constant<std::size_t, 0> {};
 template <class T, int N>
@@ -433,6 +427,11 @@ struct row_grid {
 template <class Out, class E, int N>
 void run(const ShardTask<Out, E, N>& t, int device, int shard) {
   using Task = ShardTask<Out, E, N>;
+  if constexpr (N >= 2 && jit_stencil_candidate<Out, E>) {
+    if (t.mode == path::cartesian && t.n > 0 && t.ext[0] >= TESSERA_ROWS_MIN_INNER && t.out.st[0] == 1 &&
+        jit_stencil_enabled() && run_jit_stencil(t, device, shard))
+      return;
+  }
   if constexpr (N >= 2 && row_vectors<Out, E>) {
     if (t.mode == path::cartesian && t.ext[0] >= TESSERA_ROWS_MIN_INNER && !t.wide && t.out.st[0] == 1 &&
         t.e.dim0_unit()) {

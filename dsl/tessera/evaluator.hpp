@@ -47,6 +47,19 @@ struct alignas(K * sizeof(T) >= 16 ? 16 : K * sizeof(T)) vec_t {
 template <class T>
 struct LeafRun;
 
+template <class T, int N>
+struct LeafEval;
+template <class F, class... E>
+struct NodeEval;
+// Array leaves of an evaluator (its operands read from memory), numbered depth first from 0: the
+// generated stencil kernels (backend/rtc/stencil.hpp) number operands that way.
+template <class E>
+struct leaf_count : std::integral_constant<int, 0> {};
+template <class T, int N>
+struct leaf_count<LeafEval<T, N>> : std::integral_constant<int, 1> {};
+template <class F, class... E>
+struct leaf_count<NodeEval<F, E...>> : std::integral_constant<int, (0 + ... + leaf_count<E>::value)> {};
+
 // A leaf of element type T yields compute_t<T>: T itself, or float for half and bfloat16, which are
 // converted as they are loaded (storage computing in float).
 template <class T, int N>

@@ -1,0 +1,379 @@
+// SPDX-License-Identifier: Apache-2.0
+// Tessera: the source of a run-time compiled stencil kernel (stencil.hpp) and its cache.
+//
+// One block of 128 threads along dim 0 takes `rows` rows along dim 1 of one slice of the box (y: a
+// grid-stride loop past 65535 tiles); a thread takes K outputs per row from the row's first
+// 16-byte aligned one. It loads the anchor's chunks of rows lo .. count - 1 + hi first, then the
+// elements just before and after its chunk (from the lanes beside it, the warp's edge lanes from
+// memory), then computes each row with every member's elements named by constant indices and
+// every other operand read as chunks, and stores whole vectors; the first 2K threads of the
+// block at x = 0 do the elements before the first aligned output and after the last whole vector
+// one by one. As bench/support/stencil_probe.cu's tile kernel (0.974x memcpy for Jacobi on an H200).
+#include <backend/rtc/rtc.hpp>
+#include <backend/rtc/stencil.hpp>
+#include <cstdlib>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <sstream>
+#include <string>
+
+namespace tessera::detail::rtc {
+namespace {
+
+// Replaces every `L<i>` of the expression by f(i) and every `S<i>` by "S<i>" (kept).
+template <class F>
+std::string expr_with(const std::string& e, F&& f) {
+  std::string out;
+  for (std::size_t i = 0; i < e.size(); ++i) {
+    if (e[i] == 'L' && i + 1 < e.size() && e[i + 1] >= '0' && e[i + 1] <= '9') {
+      std::size_t j = i + 1;
+      int v = 0;
+      while (j < e.size() && e[j] >= '0' && e[j] <= '9') v = v * 10 + (e[j++] - '0');
+      out += f(v);
+      i = j - 1;
+    } else {
+      out += e[i];
+    }
+  }
+  return out;
+}
+
+std::string scalar_read(const std::string& type, std::size_t word) {
+  const std::string w = "p.w[" + std::to_string(word) + "]";
+  if (type == "float") return "__int_as_float((int)(" + w + " & 0xffffffffull))";
+  if (type == "double") return "__longlong_as_double((long long)" + w + ")";
+  if (type == "int") return "(int)(long long)" + w;
+  return "(long long)" + w;
+}
+
+}  // namespace
+
+tile_plan make_tile_plan(const stencil_call& c) {
+  tile_plan pl;
+  const int N = c.n, L = static_cast<int>(c.operands);
+  if (N < 2 || L < 2 || c.elem <= 0 || 16 % c.elem != 0) return pl;
+  const std::int64_t K = 16 / c.elem;
+  for (int k = 1; k < N; ++k)
+    if (c.out_st[k] % K != 0) return pl;
+  const auto elem = [&](std::uintptr_t p) {
+    return static_cast<std::int64_t>(p / static_cast<std::uintptr_t>(c.elem));
+  };
+  pl.head = static_cast<int>((K - elem(c.out) % K) % K);
+  // The candidates: unit stride along dim 0, rows aligned alike.
+  std::vector<bool> ok(static_cast<std::size_t>(L));
+  auto st = [&](int l) { return c.op_st + static_cast<std::ptrdiff_t>(l) * N; };
+  for (int l = 0; l < L; ++l) {
+    bool g = st(l)[0] == 1 && c.op[l] % static_cast<std::uintptr_t>(c.elem) == 0;
+    for (int k = 1; k < N; ++k) g = g && st(l)[k] % K == 0;
+    ok[static_cast<std::size_t>(l)] = g;
+  }
+  const auto same_strides = [&](int a, int b) {
+    for (int k = 0; k < N; ++k)
+      if (st(a)[k] != st(b)[k]) return false;
+    return true;
+  };
+  // Where operand l sits against candidate anchor r moved by m0 elements (a multiple of K): its
+  // row and window start, or false when it is not a member.
+  const auto place = [&](int r, std::int64_t m0, int l, int& dy, int& s) {
+    if (!ok[static_cast<std::size_t>(l)] || !same_strides(r, l)) return false;
+    const std::int64_t row = st(r)[1];
+    if (row < 4 * K && row > -4 * K) return false;  // a shift along dim 0 must not pass for a row
+    const std::int64_t d = elem(c.op[l]) - elem(c.op[r]);
+    const std::int64_t m = (elem(c.op[r]) + pl.head) % K;  // r's element at an aligned output, in its chunk
+    for (int y = -1; y <= 1; ++y) {
+      const std::int64_t w = d - y * row + m - m0;
+      if (w >= -1 && w <= 1) {
+        dy = y, s = static_cast<int>(w);
+        return true;
+      }
+    }
+    return false;
+  };
+  int best = 0, best_r = -1;
+  std::int64_t best_m0 = 0;
+  for (int r = 0; r < L; ++r) {
+    if (!ok[static_cast<std::size_t>(r)]) continue;
+    for (std::int64_t m0 : {std::int64_t(0), K, -K, 2 * K, -2 * K}) {
+      int count = 0, dy = 0, s = 0;
+      for (int l = 0; l < L; ++l) count += place(r, m0, l, dy, s) ? 1 : 0;
+      if (count > best) best = count, best_r = r, best_m0 = m0;
+    }
+  }
+  if (best < 2) return pl;
+  pl.valid = true;
+  pl.members = best;
+  const std::int64_t m = (elem(c.op[best_r]) + pl.head) % K;
+  pl.anchor = c.op[best_r] + static_cast<std::uintptr_t>((best_m0 - m) * c.elem);
+  pl.st.assign(st(best_r), st(best_r) + N);
+  pl.member.assign(static_cast<std::size_t>(L), 0);
+  pl.dy.assign(static_cast<std::size_t>(L), 0);
+  pl.s.assign(static_cast<std::size_t>(L), 0);
+  pl.lo = 1, pl.hi = -1;
+  for (int l = 0; l < L; ++l) {
+    int dy = 0, s = 0;
+    if (!place(best_r, best_m0, l, dy, s)) continue;
+    const auto i = static_cast<std::size_t>(l);
+    pl.member[i] = 1, pl.dy[i] = dy, pl.s[i] = s;
+    if (s < 0) pl.left_dy |= 1 << (dy + 1);
+    if (s > 0) pl.right_dy |= 1 << (dy + 1);
+    if (dy < pl.lo) pl.lo = dy;
+    if (dy > pl.hi) pl.hi = dy;
+  }
+  return pl;
+}
+
+stencil_desc describe_stencil(const stencil_call& c, const tile_plan& pl, int rows, std::vector<std::uint64_t>& words) {
+  const int N = c.n, K = 16 / c.elem;
+  const std::size_t L = c.operands;
+  stencil_desc d;
+  d.type = c.type;
+  d.k = K;
+  d.rows = rows;
+  d.n = N;
+  d.head = pl.head;
+  d.expr = c.expr;
+  d.scalar_types = c.scalar_types;
+  d.operands.resize(L);
+  d.lo = pl.lo, d.hi = pl.hi, d.left_dy = pl.left_dy, d.right_dy = pl.right_dy;
+  d.group = pl.valid;
+  auto word = [](std::int64_t v) { return static_cast<std::uint64_t>(v); };
+  words.clear();
+  words.push_back(c.out);
+  for (int k = 0; k < N; ++k) words.push_back(word(c.out_st[k]));
+  for (int k = 0; k < N; ++k) words.push_back(word(c.ext[k]));
+  words.push_back(word(c.count));
+  words.push_back(pl.anchor);
+  for (int k = 0; k < N; ++k) words.push_back(word(pl.valid ? pl.st[static_cast<std::size_t>(k)] : 0));
+  for (std::size_t i = 0; i < L; ++i) {
+    const std::int64_t* st = c.op_st + static_cast<std::ptrdiff_t>(i) * N;
+    auto& o = d.operands[i];
+    if (pl.valid && pl.member[i]) {
+      o.member = 1, o.dy = pl.dy[i], o.s = pl.s[i];
+    } else if (st[0] == 0) {
+      o.mode = 2;
+    } else {
+      bool rows_aligned = st[0] == 1 && c.op[i] % static_cast<std::uintptr_t>(c.elem) == 0;
+      for (int k = 1; k < N; ++k) rows_aligned = rows_aligned && st[k] % K == 0;
+      if (rows_aligned) {
+        o.m = static_cast<int>((c.op[i] / static_cast<std::uintptr_t>(c.elem) + static_cast<std::uintptr_t>(pl.head)) %
+                               static_cast<std::uintptr_t>(K));
+        o.mode = o.m == 0 ? 0 : 1;
+      }
+    }
+    words.push_back(c.op[i]);
+    for (int k = 0; k < N; ++k) words.push_back(word(st[k]));
+  }
+  words.insert(words.end(), c.scalar_bits.begin(), c.scalar_bits.end());
+  return d;
+}
+
+std::string stencil_source(const stencil_desc& d) {
+  const int K = d.k, U = d.rows, N = d.n;
+  const std::size_t L = d.operands.size();
+  const std::size_t ext = static_cast<std::size_t>(1 + N), count_word = static_cast<std::size_t>(1 + 2 * N),
+                    anchor = static_cast<std::size_t>(2 + 2 * N), anchor_st = anchor + 1,
+                    first_op = static_cast<std::size_t>(3 + 3 * N);
+  auto op_word = [&](std::size_t i) { return first_op + i * static_cast<std::size_t>(1 + N); };
+  const std::size_t first_scalar = first_op + L * static_cast<std::size_t>(1 + N);
+  const bool dbl = d.type == "double";
+  std::ostringstream s;
+  s << "// Tessera stencil kernel, generated (backend/rtc/stencil.cpp)\n"
+    << "typedef unsigned long long u64;\n"
+    << "struct P { u64 w[" << stencil_words(d) << "]; };\n"
+    << "typedef " << d.type << " T;\n"
+    << "typedef " << (dbl ? "double2" : "float4") << " V;\n"
+    << "#define K " << K << "\n#define U " << U << "\n#define N " << N << "\n"
+    << "__device__ __forceinline__ void unpack(const V c, T (&e)[K]) { e[0] = c.x; e[1] = c.y;"
+    << (dbl ? "" : " e[2] = c.z; e[3] = c.w;") << " }\n"
+    << "__device__ __forceinline__ V pack(const T (&e)[K]) { V c; c.x = e[0]; c.y = e[1];"
+    << (dbl ? "" : " c.z = e[2]; c.w = e[3];") << " return c; }\n"
+    << "extern \"C\" __global__ void __launch_bounds__(128) tessera_stencil(const P p) {\n"
+    << "  const long long* w = (const long long*)p.w;\n"
+    << "  const long long inner = w[" << ext << "], rows1 = w[" << ext + 1 << "], total = w[" << count_word << "];\n"
+    << "  T* const out = (T*)p.w[0];\n";
+  for (std::size_t i = 0; i < d.scalar_types.size(); ++i)
+    s << "  const " << d.scalar_types[i] << " S" << i << " = " << scalar_read(d.scalar_types[i], first_scalar + i)
+      << ";\n";
+  s << "  const long long per_slice = (rows1 + U - 1) / U, tiles = per_slice * (total / (inner * rows1));\n"
+    << "  const long long x0 = " << d.head << " + ((long long)blockIdx.x * blockDim.x + threadIdx.x) * K;\n"
+    << "  const bool whole = x0 + K <= inner;\n"
+    << "  const int lane = threadIdx.x & 31;\n"
+    << "  const bool prev_ok = lane != 0, next_ok = lane != 31 && x0 + 2 * K <= inner;\n"
+    << "  const bool edges = blockIdx.x == 0 && threadIdx.x < 2 * K;\n"
+    << "  for (long long g = blockIdx.y; g < tiles; g += gridDim.y) {\n"
+    << "    const long long slice = g / per_slice, y0 = (g - slice * per_slice) * U;\n"
+    << "    const int count = rows1 - y0 < U ? (int)(rows1 - y0) : U;\n"
+    << "    long long idx[N];\n"
+    << "    idx[0] = 0;\n"
+    << "    idx[1] = y0;\n"
+    << "    { long long o = slice;\n"
+    << "      for (int k = 2; k < N; ++k) { const long long e = w[" << ext
+    << " + k]; idx[k] = k + 1 < N ? o % e : o; o /= e; } }\n";
+  // Every operand's offset at x = 0 of the tile's first row, and the output's.
+  s << "    long long ob = 0;\n"
+    << "    for (int k = 1; k < N; ++k) ob += idx[k] * w[1 + k];\n";
+  for (std::size_t i = 0; i < L; ++i) {
+    s << "    const T* const q" << i << " = (const T*)p.w[" << op_word(i) << "];\n"
+      << "    long long b" << i << " = 0;\n"
+      << "    for (int k = 1; k < N; ++k) b" << i << " += idx[k] * w[" << op_word(i) + 1 << " + k];\n";
+  }
+  if (d.group) {
+    s << "    long long ao = x0;\n"
+      << "    for (int k = 1; k < N; ++k) ao += idx[k] * w[" << anchor_st << " + k];\n"
+      << "    const T* const a = (const T*)p.w[" << anchor << "] + ao;\n"
+      << "    const long long ar = w[" << anchor_st + 1 << "];\n"
+      << "    T r[U + 2][K], lf[U + 2], rt[U + 2];\n"
+      << "#pragma unroll\n"
+      << "    for (int b = 0; b < U + 2; ++b) {\n"
+      << "      const int q = b - 1;\n"
+      << "#pragma unroll\n"
+      << "      for (int j = 0; j < K; ++j) r[b][j] = T(0);\n"
+      << "      lf[b] = T(0);\n"
+      << "      rt[b] = T(0);\n"
+      << "      if (whole && q >= " << d.lo << " && q <= count - 1 + " << d.hi << ") {\n"
+      << "        unpack(__ldg((const V*)(a + q * ar)), r[b]);\n"
+      << "        bool needl = false, needr = false;\n"
+      << "#pragma unroll\n"
+      << "        for (int dd = -1; dd <= 1; ++dd) {\n"
+      << "          const bool used = q - dd >= 0 && q - dd < count;\n"
+      << "          needl = needl || (used && ((" << d.left_dy << " >> (dd + 1)) & 1));\n"
+      << "          needr = needr || (used && ((" << d.right_dy << " >> (dd + 1)) & 1));\n"
+      << "        }\n"
+      << "        if (needl && !prev_ok) lf[b] = __ldg(a + q * ar - 1);\n"
+      << "        if (needr && !next_ok) rt[b] = __ldg(a + q * ar + K);\n"
+      << "      }\n"
+      << "    }\n"
+      << "#pragma unroll\n"
+      << "    for (int b = 0; b < U + 2; ++b) {\n"
+      << "      const T l = __shfl_up_sync(0xffffffffu, r[b][K - 1], 1), x = __shfl_down_sync(0xffffffffu, r[b][0], "
+         "1);\n"
+      << "      if (prev_ok) lf[b] = l;\n"
+      << "      if (next_ok) rt[b] = x;\n"
+      << "    }\n";
+  }
+  s << "#pragma unroll\n"
+    << "    for (int u = 0; u < U; ++u) {\n"
+    << "      if (u < count) {\n";
+  for (std::size_t i = 0; i < L; ++i) {
+    const auto& o = d.operands[i];
+    s << "        T L" << i << "[K];\n";
+    if (o.member) {
+      const int row = o.dy + 1;  // r[u + row]
+      for (int j = 0; j < K; ++j) {
+        const int e = j + o.s;
+        s << "        L" << i << "[" << j << "] = ";
+        if (e < 0)
+          s << "lf[u + " << row << "];\n";
+        else if (e >= K)
+          s << "rt[u + " << row << "];\n";
+        else
+          s << "r[u + " << row << "][" << e << "];\n";
+      }
+      continue;
+    }
+    const std::string st0 = "w[" + std::to_string(op_word(i) + 1) + "]",
+                      st1 = "w[" + std::to_string(op_word(i) + 2) + "]";
+    const std::string at = "q" + std::to_string(i) + " + b" + std::to_string(i) + " + u * " + st1;
+    s << "        if (whole) {\n";
+    if (o.mode == 0) {
+      s << "          unpack(__ldg((const V*)(" << at << " + x0)), L" << i << ");\n";
+    } else if (o.mode == 1) {
+      s << "          T c0[K], c1[K];\n"
+        << "          unpack(__ldg((const V*)(" << at << " + x0 - " << o.m << ")), c0);\n"
+        << "          unpack(__ldg((const V*)(" << at << " + x0 - " << o.m << " + K)), c1);\n";
+      for (int j = 0; j < K; ++j) {
+        const int e = o.m + j;
+        s << "          L" << i << "[" << j << "] = " << (e < K ? "c0[" : "c1[") << (e < K ? e : e - K) << "];\n";
+      }
+    } else if (o.mode == 2) {
+      s << "          const T v = __ldg(" << at << ");\n"
+        << "#pragma unroll\n"
+        << "          for (int j = 0; j < K; ++j) L" << i << "[j] = v;\n";
+    } else {
+      s << "#pragma unroll\n"
+        << "          for (int j = 0; j < K; ++j) L" << i << "[j] = __ldg(" << at << " + (x0 + j) * " << st0 << ");\n";
+    }
+    s << "        } else {\n"
+      << "#pragma unroll\n"
+      << "          for (int j = 0; j < K; ++j) L" << i << "[j] = T(0);\n"
+      << "        }\n";
+  }
+  s << "        T O[K];\n";
+  for (int j = 0; j < K; ++j)
+    s << "        O[" << j << "] = (T)"
+      << expr_with(d.expr, [&](int i) { return "L" + std::to_string(i) + "[" + std::to_string(j) + "]"; }) << ";\n";
+  s << "        if (whole) *(V*)(out + ob + x0 + u * w[2]) = pack(O);\n"
+    << "      }\n"
+    << "    }\n"
+    << "    if (edges) {\n"
+    << "      const long long j = threadIdx.x;\n"
+    << "      const long long tail = " << d.head << " + (inner - " << d.head << ") / K * K;\n"
+    << "      const long long e = j < K ? j : tail + (j - K);\n"
+    << "      if (j < K ? e < " << d.head << " : e < inner) {\n"
+    << "        for (int u = 0; u < count; ++u) {\n";
+  for (std::size_t i = 0; i < L; ++i)
+    s << "          const T E" << i << " = __ldg(q" << i << " + b" << i << " + u * w[" << op_word(i) + 2 << "] + e * w["
+      << op_word(i) + 1 << "]);\n";
+  s << "          out[ob + u * w[2] + e] = (T)" << expr_with(d.expr, [](int i) { return "E" + std::to_string(i); })
+    << ";\n"
+    << "        }\n"
+    << "      }\n"
+    << "    }\n"
+    << "  }\n"
+    << "}\n";
+  return s.str();
+}
+
+namespace {
+// What makes two descriptions generate the same source.
+std::string key_of(const stencil_desc& d) {
+  std::string k = d.type + "|" + std::to_string(d.k) + "|" + std::to_string(d.rows) + "|" + std::to_string(d.n) + "|" +
+                  std::to_string(d.head) + "|" + d.expr + "|";
+  for (const auto& t : d.scalar_types) k += t + ",";
+  k += "|";
+  for (const auto& o : d.operands)
+    k += std::to_string(o.member) + ":" + std::to_string(o.dy) + ":" + std::to_string(o.s) + ":" +
+         std::to_string(o.mode) + ":" + std::to_string(o.m) + ",";
+  k += "|" + std::to_string(d.lo) + "|" + std::to_string(d.hi) + "|" + std::to_string(d.left_dy) + "|" +
+       std::to_string(d.right_dy) + "|" + (d.group ? "g" : "");
+  return k;
+}
+// One program per description, kept for the process (a handful per program: one per expression
+// and plan).
+program& stencil_program(const stencil_desc& d) {
+  static std::mutex m;
+  static std::map<std::string, std::unique_ptr<program>> programs;
+  const std::string key = key_of(d);
+  std::lock_guard<std::mutex> g(m);
+  auto& p = programs[key];
+  if (!p) p = std::make_unique<program>(source{stencil_source(d), "tessera_stencil", {}, "tessera_stencil", {}}, "");
+  return *p;
+}
+}  // namespace
+
+bool run_stencil(const stencil_call& c, int device, int shard) {
+  static const int rows = [] {
+    const char* v = std::getenv("TESSERA_JIT_STENCIL_ROWS");
+    const int r = v ? std::atoi(v) : 4;
+    return r >= 1 && r <= 16 ? r : 4;
+  }();
+  const tile_plan pl = make_tile_plan(c);
+  if (!pl.valid) return false;
+  std::vector<std::uint64_t> words;
+  const stencil_desc d = describe_stencil(c, pl, rows, words);
+  const std::int64_t K = d.k, tiles = (c.ext[1] + rows - 1) / rows * (c.count / (c.ext[0] * c.ext[1]));
+  const std::int64_t x = (c.ext[0] - pl.head + 128 * K - 1) / (128 * K);
+  void* kernel = stencil_program(d).gpu_function(device);
+  void* args[] = {words.data()};
+  const unsigned grid[3] = {static_cast<unsigned>(x), static_cast<unsigned>(tiles < 65535 ? tiles : 65535), 1},
+                 block[3] = {128, 1, 1};
+  launch(kernel, device, shard, grid, block, 0, args, "tessera_stencil");
+  return true;
+}
+
+void compile_stencil(const std::string& code, int arch) {
+  (void)cubin(source{code, "tessera_stencil", {}, "tessera_stencil", {}}, arch);
+}
+
+}  // namespace tessera::detail::rtc

@@ -1,0 +1,104 @@
+// SPDX-License-Identifier: Apache-2.0
+// Tessera: stencil kernels generated and compiled at run time (NVRTC), one per expression and
+// row-tile plan (make_tile_plan below). The plan is known only on the host, per shard: which
+// operands are views of one array a row and an element apart. A kernel compiled ahead of time
+// must pick each operand's register at run time, which costs more than the reuse saves (0.79x
+// memcpy on Jacobi against 0.835x for the row kernels, docs/performance.md); here each member's row
+// and shift are constants of the source, as in the hand-written kernel that reaches 0.974x.
+//
+// The executor (backend/cuda/stencil_jit.cuh) flattens a shard of a candidate expression into a
+// stencil_call (below); everything else is compiled here, once: the plan, the description of the
+// kernel, its source, its cache and its launch. The kernel's one parameter is an array of 64-bit
+// words (pointers, strides, extents, scalars' bits) in the order stencil_words gives. This header
+// includes no CUDA header.
+#pragma once
+#include <cstddef>
+#include <cstdint>
+#include <string>
+#include <vector>
+
+namespace tessera::detail::rtc {
+
+// One shard of a candidate expression, flattened by the executor (backend/cuda/stencil_jit.cuh):
+// the output and every operand (array leaf) by address and strides in elements, the expression
+// written out over L<i> and S<i>, and each scalar's C type and bits.
+struct stencil_call {
+  const char* type = "";              // float or double: the output's and every operand's
+  int elem = 0;                       // its size in bytes
+  int n = 0;                          // rank
+  const std::int64_t* ext = nullptr;  // the box, n extents
+  std::int64_t count = 0;             // elements of the box
+  std::uintptr_t out = 0;
+  const std::int64_t* out_st = nullptr;
+  std::size_t operands = 0;
+  const std::uintptr_t* op = nullptr;   // operands' addresses
+  const std::int64_t* op_st = nullptr;  // operands' strides, n each
+  std::string expr;
+  std::vector<std::string> scalar_types;
+  std::vector<std::uint64_t> scalar_bits;
+};
+
+// Which operands are views of one array a row and an element apart.
+struct tile_plan {
+  bool valid = false;  // a group of two or more members was found
+  int members = 0;
+  int head = 0;                    // elements before a row's first 16-byte aligned output
+  int lo = 0, hi = 0;              // the members' least and greatest dy: rows lo .. U - 1 + hi are loaded
+  int left_dy = 0;                 // bit dy + 1: a member of that dy has s = -1 (reads the element before a chunk)
+  int right_dy = 0;                // bit dy + 1: a member of that dy has s = 1 (the element after)
+  std::vector<int> member, dy, s;  // per operand; dy and s: -1, 0 or 1
+  std::uintptr_t anchor = 0;       // address of the anchor's element (0, ..., 0), may lie outside it
+  std::vector<std::int64_t> st;    // the anchor's strides, in elements
+};
+// The plan of a shard (K elements per 16-byte chunk): a member has unit stride along dim 0 and
+// exactly the anchor's strides, whose dims 1.. are multiples of K, so that every row of a thread
+// keeps one alignment; the output's dims 1.. too. Every member element the kernel reads is an
+// element of that member, and every chunk it loads lies between two of them (rows lo .. count - 1
+// + hi, the member of least dy giving the first, the one of greatest dy the last), so no byte
+// outside an allocation is read.
+tile_plan make_tile_plan(const stencil_call& c);
+
+struct stencil_desc {
+  std::string type;  // the element type of the output and of every operand: float or double
+  int k = 0;         // elements per 16-byte chunk
+  int rows = 4;      // rows along dim 1 per thread
+  int n = 0;         // rank of the box
+  int head = 0;      // elements before a row's first 16-byte aligned output
+  // The expression, C++ over `L<i>` (operand i's element) and `S<i>` (scalar i), e.g.
+  // "(S0 * (((L0 + L1) + L2) + L3))"; every operand and scalar keeps its own type, as in the
+  // functors of the compiled path.
+  std::string expr;
+  std::vector<std::string> scalar_types;  // float, double, int or long long
+  struct operand {
+    int member = 0;  // 1: served from the anchor's rows, with dy and s
+    int dy = 0, s = 0;
+    // Otherwise: 0 a 16-byte chunk at the output's alignment, 1 two chunks shifted by m, 2 one
+    // element broadcast along dim 0, 3 K elements one by one (rows of other alignments).
+    int mode = 3, m = 0;
+  };
+  std::vector<operand> operands;
+  int lo = 0, hi = 0, left_dy = 0, right_dy = 0;  // as in tile_plan
+  bool group = false;                             // some operand is a member
+};
+
+// The kernel's source (extern "C" tessera_stencil), from the description.
+std::string stencil_source(const stencil_desc& d);
+// Words of the kernel's parameter: [0] the output's address, [1, 1 + n) its strides, [1 + n,
+// 1 + 2n) the box's extents, [1 + 2n] its element count, [2 + 2n] the anchor's address, then its n
+// strides, then each operand's address and n strides, then each scalar's bits.
+inline std::size_t stencil_words(const stencil_desc& d) {
+  return static_cast<std::size_t>(3 + 3 * d.n) + d.operands.size() * static_cast<std::size_t>(1 + d.n) +
+         d.scalar_types.size();
+}
+// The description and parameter words of the kernel of `c` with plan `pl` (rows: rows per thread).
+stencil_desc describe_stencil(const stencil_call& c, const tile_plan& pl, int rows, std::vector<std::uint64_t>& words);
+// Runs the shard through its generated kernel on the device's stream when it has a plan, and
+// returns whether it did. The kernel is generated and compiled on first use and kept by a short
+// key of its description (the source is written only then; the compiled code is also cached on
+// disk, rtc.cpp). Rows per thread: TESSERA_JIT_STENCIL_ROWS (1 to 16, default 4: the hand-written
+// Jacobi reached 0.925x memcpy with 2, 0.974x with 4 to 16).
+bool run_stencil(const stencil_call& c, int device, int shard);
+// Compiles `code` for compute capability `arch` without a GPU (tests): throws compile_error.
+void compile_stencil(const std::string& code, int arch);
+
+}  // namespace tessera::detail::rtc
