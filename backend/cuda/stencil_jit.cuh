@@ -10,12 +10,13 @@
 // and the launch are compiled once (backend/rtc/stencil.cpp). Included by executor.cuh only.
 #pragma once
 #include <backend/rtc/stencil.hpp>
+#include <tessera/evaluator.hpp>
+#include <tessera/functional.hpp>
+
 #include <cstdint>
 #include <cstdlib>
 #include <cstring>
 #include <string>
-#include <tessera/evaluator.hpp>
-#include <tessera/functional.hpp>
 #include <type_traits>
 #include <utility>
 #include <vector>
@@ -34,7 +35,7 @@ template <class T>
 inline constexpr const char* jit_scalar_type = std::is_same_v<T, float>    ? "float"
                                                : std::is_same_v<T, double> ? "double"
                                                : std::is_same_v<T, int>    ? "int"
-                                               : (std::is_integral_v<T>&& std::is_signed_v<T> && sizeof(T) == 8)
+                                               : (std::is_integral_v<T> && std::is_signed_v<T> && sizeof(T) == 8)
                                                    ? "long long"
                                                    : nullptr;
 template <class T, int N>
@@ -83,7 +84,7 @@ struct jit_spell<NodeEval<fn::negate, A>> {
 // so that the generated source reads each as T and computes in the same types as the functors.
 template <class Out, class E>
 inline constexpr bool jit_stencil_candidate =
-    jit_operand_type<typename Out::value_type>&& jit_spell<E>::ok&& leaf_count<E>::value >= 2 &&
+    jit_operand_type<typename Out::value_type> && jit_spell<E>::ok && leaf_count<E>::value >= 2 &&
     min_leaf_size<E>::value == sizeof(typename Out::value_type) &&
     max_leaf_size<E>::value == sizeof(typename Out::value_type);
 
@@ -129,7 +130,7 @@ const std::pair<std::string, std::vector<std::string>>& jit_text() {
 }
 
 // A shard of a candidate expression, flattened for rtc::run_stencil (which plans, generates,
-// compiles and launches, compiled once in tessera_runtime); false when the shard has no plan.
+// compiles and launches, compiled once in tessera_runtime), into the caller's arrays.
 template <class Out, class E, int N>
 rtc::stencil_call jit_stencil_call(const ShardTask<Out, E, N>& t, std::int64_t (&ext)[N], std::int64_t (&out_st)[N],
                                    std::uintptr_t (&op)[leaf_count<E>::value],
@@ -169,6 +170,7 @@ rtc::stencil_call jit_stencil_call(const ShardTask<Out, E, N>& t, std::int64_t (
   return c;
 }
 
+// Runs the shard through its generated kernel; false when it has no plan (the row kernels then run).
 template <class Out, class E, int N>
 bool run_jit_stencil(const ShardTask<Out, E, N>& t, int device, int shard) {
   constexpr int L = leaf_count<E>::value;

@@ -11,6 +11,7 @@
 // one by one. As bench/support/stencil_probe.cu's tile kernel (0.974x memcpy for Jacobi on an H200).
 #include <backend/rtc/rtc.hpp>
 #include <backend/rtc/stencil.hpp>
+
 #include <cstdlib>
 #include <map>
 #include <memory>
