@@ -13,6 +13,7 @@
 #include <backend/cuda/stencil_jit.cuh>
 
 #include <algorithm>
+#include <array>
 #include <cstdint>
 #include <vector>
 
@@ -294,6 +295,133 @@ TEST_CASE("stencils: the generated kernel of Jacobi's plan, written and compiled
 #if TESSERA_HAS_CUDA
     CHECK_NOTHROW(detail::rtc::compile_stencil(code3, 90));
 #endif
+  }
+}
+
+namespace {
+template <class A, class B>
+NodeEval<detail::fn::minus, A, B> sub(A a, B b) {
+  return {detail::fn::minus{}, {{a}, {b}}};
+}
+// Runs the generated kernel of `out = e` over `box` on the host: the source compiled by the system
+// compiler with the host's stand-ins for CUDA, every thread of the grid in turn (rows: rows per
+// thread). Checks that the shard has a plan.
+template <class T, int N, class E, std::size_t M>
+void run_emulated(const OutEval<T, N>& out, const E& e, const std::array<index_t, M>& box, int rows) {
+  static_assert(M == static_cast<std::size_t>(N), "run_emulated: one extent per dim");
+  detail::Extents<N> ext;
+  index_t count = 1;
+  for (int k = 0; k < N; ++k) ext[k] = box[static_cast<std::size_t>(k)], count *= ext[k];
+  const detail::ShardTask<OutEval<T, N>, E, N> t{out, e, ext, count, detail::path::cartesian, false};
+  constexpr int L = detail::leaf_count<E>::value;
+  std::int64_t x[N], ost[N], opst[L * N];
+  std::uintptr_t op[L];
+  const auto c = detail::cuda::jit_stencil_call(t, x, ost, op, opst);
+  const auto pl = detail::rtc::make_tile_plan(c);
+  REQUIRE(pl.valid);
+  std::vector<std::uint64_t> words;
+  auto d = detail::rtc::describe_stencil(c, pl, rows, words);
+  d.emulate = true;
+  using run_fn = void (*)(const void*, unsigned, unsigned);
+  const auto run = reinterpret_cast<run_fn>(
+      detail::rtc::host_symbol(detail::rtc::stencil_source(d), "tessera_stencil_host", "stencil_emulated"));
+  const index_t K = d.k, tiles = (ext[1] + rows - 1) / rows * (count / (ext[0] * ext[1]));
+  run(words.data(), static_cast<unsigned>((ext[0] - pl.head + 128 * K - 1) / (128 * K)),
+      static_cast<unsigned>(std::min<index_t>(tiles, 65535)));
+}
+}  // namespace
+
+TEST_CASE("stencils: the generated kernel, run on the host against loops") {
+  SUBCASE("Jacobi, float: every row count per thread, partial tiles, heads and tails") {
+    for (index_t n : {index_t(132), index_t(136), index_t(200), index_t(264)}) {
+      for (int rows : {1, 3, 4}) {
+        INFO("n = " << n << ", rows per thread " << rows);
+        const auto u = values<float>(static_cast<std::size_t>(n * n));
+        auto v = values<float>(static_cast<std::size_t>(n * n));
+        auto want = v;
+        const auto at = [&](index_t i, index_t j) { return static_cast<std::size_t>(i + n * j); };
+        for (index_t j = 1; j < n - 1; ++j)
+          for (index_t i = 1; i < n - 1; ++i)
+            want[at(i, j)] = 0.25f * (((u[at(i - 1, j)] + u[at(i + 1, j)]) + u[at(i, j - 1)]) + u[at(i, j + 1)]);
+        using L2 = LeafEval<float, 2>;
+        const auto p = [&](index_t i, index_t j) { return u.data() + at(i, j); };
+        const OutEval<float, 2> out{v.data() + at(1, 1), {1, n}};
+        run_emulated(out,
+                     mul(ScalarEval<float>{0.25f}, node(L2{p(0, 1), {1, n}}, L2{p(2, 1), {1, n}}, L2{p(1, 0), {1, n}},
+                                                        L2{p(1, 2), {1, n}})),
+                     std::array<index_t, 2>{n - 2, n - 2}, rows);
+        CHECK(v == want);
+      }
+    }
+  }
+  SUBCASE("views at every shift, other arrays read as chunks, as shifted chunks, broadcast and strided") {
+    // out(o + i, j + 1) = 0.5 u(s1 + i, j) + u(s2 + i, j + 1) - u(s3 + i, j + 2) + u(s4 + i, j + 1)
+    //                     + h(i + 2, j + 1) + g(i, j) + w(i) + z(j)
+    // h: another array, two elements over (a shifted chunk); g: rows of r + 1 (one by one); w: a
+    // column broadcast along dim 1; z: a row broadcast along dim 0.
+    const index_t r = 264, c = 9, m = r - 4;
+    for (int o = 1; o < 4; ++o) {
+      INFO("output offset " << o);
+      const int s1 = o - 1, s2 = o, s3 = o + 1, s4 = o;
+      const auto u = values<double>(static_cast<std::size_t>(r * c));
+      const auto h = values<double>(static_cast<std::size_t>(r * c));
+      const auto g = values<double>(static_cast<std::size_t>((r + 1) * c));
+      const auto w = values<double>(static_cast<std::size_t>(m));
+      const auto z = values<double>(static_cast<std::size_t>(c));
+      auto v = values<double>(static_cast<std::size_t>(r * c));
+      auto want = v;
+      for (index_t j = 0; j < c - 2; ++j)
+        for (index_t i = 0; i < m; ++i)
+          want[static_cast<std::size_t>(o + i + r * (j + 1))] =
+              ((((((0.5 * u[static_cast<std::size_t>(s1 + i + r * j)] + u[static_cast<std::size_t>(s2 + i + r * (j + 1))]) -
+                   u[static_cast<std::size_t>(s3 + i + r * (j + 2))]) +
+                  u[static_cast<std::size_t>(s4 + i + r * (j + 1))]) +
+                 h[static_cast<std::size_t>(i + 2 + r * (j + 1))]) +
+                g[static_cast<std::size_t>(i + (r + 1) * j)]) +
+               w[static_cast<std::size_t>(i)]) +
+              z[static_cast<std::size_t>(j)];
+      using L2 = LeafEval<double, 2>;
+      const auto U2 = [&](int sh, index_t j) { return L2{u.data() + sh + r * j, {1, r}}; };
+      const auto e = add(add(add(add(add(sub(add(mul(ScalarEval<double>{0.5}, U2(s1, 0)), U2(s2, 1)), U2(s3, 2)), U2(s4, 1)),
+                                     L2{h.data() + 2 + r, {1, r}}),
+                                 L2{g.data(), {1, r + 1}}),
+                             L2{w.data(), {1, 0}}),
+                         L2{z.data(), {0, 1}});
+      const OutEval<double, 2> out{v.data() + o + r, {1, r}};
+      run_emulated(out, e, std::array<index_t, 2>{m, c - 2}, 4);
+      CHECK(v == want);
+    }
+  }
+  SUBCASE("3-D diffusion, double: several slices, partial tiles") {
+    for (const auto& [n, ny, nz] : {std::array<index_t, 3>{136, 6, 5}, std::array<index_t, 3>{130, 11, 4}}) {
+      INFO("grid " << n << " x " << ny << " x " << nz);
+      const auto t = values<double>(static_cast<std::size_t>(n * ny * nz));
+      const auto ci = values<double>(static_cast<std::size_t>(n * ny * nz));
+      auto v = values<double>(static_cast<std::size_t>(n * ny * nz));
+      auto want = v;
+      const auto id = [&](index_t i, index_t j, index_t k) { return static_cast<std::size_t>(i + n * (j + ny * k)); };
+      for (index_t k = 1; k < nz - 1; ++k)
+        for (index_t j = 1; j < ny - 1; ++j)
+          for (index_t i = 1; i < n - 1; ++i)
+            want[id(i, j, k)] =
+                t[id(i, j, k)] + (0.1 * ci[id(i, j, k)]) *
+                                     ((((((t[id(i - 1, j, k)] + t[id(i + 1, j, k)]) + t[id(i, j - 1, k)]) +
+                                         t[id(i, j + 1, k)]) +
+                                        t[id(i, j, k - 1)]) +
+                                       t[id(i, j, k + 1)]) -
+                                      6.0 * t[id(i, j, k)]);
+      using L3 = LeafEval<double, 3>;
+      const auto T3 = [&](const std::vector<double>& a, index_t i, index_t j, index_t k) {
+        return L3{a.data() + id(i, j, k), {1, n, n * ny}};
+      };
+      const auto lap = sub(node(T3(t, 0, 1, 1), T3(t, 2, 1, 1), T3(t, 1, 0, 1), T3(t, 1, 2, 1), T3(t, 1, 1, 0),
+                                T3(t, 1, 1, 2)),
+                           mul(ScalarEval<double>{6.0}, T3(t, 1, 1, 1)));
+      const auto e = add(T3(t, 1, 1, 1), mul(mul(ScalarEval<double>{0.1}, T3(ci, 1, 1, 1)), lap));
+      const OutEval<double, 3> out{v.data() + id(1, 1, 1), {1, n, n * ny}};
+      run_emulated(out, e, std::array<index_t, 3>{n - 2, ny - 2, nz - 2}, 4);
+      CHECK(v == want);
+    }
   }
 }
 

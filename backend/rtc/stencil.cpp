@@ -179,8 +179,19 @@ std::string stencil_source(const stencil_desc& d) {
   const std::size_t first_scalar = first_op + L * static_cast<std::size_t>(1 + N);
   const bool dbl = d.type == "double";
   std::ostringstream s;
-  s << "// Tessera stencil kernel, generated (backend/rtc/stencil.cpp)\n"
-    << "typedef unsigned long long u64;\n"
+  s << "// Tessera stencil kernel, generated (backend/rtc/stencil.cpp)\n";
+  if (d.emulate) {
+    // The host's stand-ins for what the kernel uses of CUDA (one thread at a time: no shuffles).
+    s << "#include <cstring>\n"
+      << "struct dim3_ { unsigned x, y, z; };\n"
+      << "static dim3_ blockIdx, threadIdx, blockDim, gridDim;\n"
+      << "#define __global__\n#define __device__\n#define __forceinline__ inline\n#define __launch_bounds__(n)\n"
+      << "struct float4 { float x, y, z, w; };\nstruct double2 { double x, y; };\n"
+      << "template <class X> inline X __ldg(const X* p) { X v; std::memcpy(&v, p, sizeof v); return v; }\n"
+      << "inline float __int_as_float(int i) { float f; std::memcpy(&f, &i, 4); return f; }\n"
+      << "inline double __longlong_as_double(long long i) { double f; std::memcpy(&f, &i, 8); return f; }\n";
+  }
+  s << "typedef unsigned long long u64;\n"
     << "struct P { u64 w[" << stencil_words(d) << "]; };\n"
     << "typedef " << d.type << " T;\n"
     << "typedef " << (dbl ? "double2" : "float4") << " V;\n"
@@ -189,6 +200,9 @@ std::string stencil_source(const stencil_desc& d) {
     << (dbl ? "" : " e[2] = c.z; e[3] = c.w;") << " }\n"
     << "__device__ __forceinline__ V pack(const T (&e)[K]) { V c; c.x = e[0]; c.y = e[1];"
     << (dbl ? "" : " c.z = e[2]; c.w = e[3];") << " return c; }\n"
+    << "__device__ __forceinline__ void load_v(const T* p, T (&e)[K]) { unpack(__ldg((const V*)p), e); }\n"
+    << "__device__ __forceinline__ void store_v(T* p, const T (&e)[K]) { const V c = pack(e); "
+    << (d.emulate ? "std::memcpy(p, &c, sizeof c);" : "*(V*)p = c;") << " }\n"
     << "extern \"C\" __global__ void __launch_bounds__(128) tessera_stencil(const P p) {\n"
     << "  const long long* w = (const long long*)p.w;\n"
     << "  const long long inner = w[" << ext << "], rows1 = w[" << ext + 1 << "], total = w[" << count_word << "];\n"
@@ -200,7 +214,8 @@ std::string stencil_source(const stencil_desc& d) {
     << "  const long long x0 = " << d.head << " + ((long long)blockIdx.x * blockDim.x + threadIdx.x) * K;\n"
     << "  const bool whole = x0 + K <= inner;\n"
     << "  const int lane = threadIdx.x & 31;\n"
-    << "  const bool prev_ok = lane != 0, next_ok = lane != 31 && x0 + 2 * K <= inner;\n"
+    << (d.emulate ? "  const bool prev_ok = false, next_ok = false;\n  (void)lane;\n"
+                  : "  const bool prev_ok = lane != 0, next_ok = lane != 31 && x0 + 2 * K <= inner;\n")
     << "  const bool edges = blockIdx.x == 0 && threadIdx.x < 2 * K;\n"
     << "  for (long long g = blockIdx.y; g < tiles; g += gridDim.y) {\n"
     << "    const long long slice = g / per_slice, y0 = (g - slice * per_slice) * U;\n"
@@ -233,7 +248,7 @@ std::string stencil_source(const stencil_desc& d) {
       << "      lf[b] = T(0);\n"
       << "      rt[b] = T(0);\n"
       << "      if (whole && q >= " << d.lo << " && q <= count - 1 + " << d.hi << ") {\n"
-      << "        unpack(__ldg((const V*)(a + q * ar)), r[b]);\n"
+      << "        load_v(a + q * ar, r[b]);\n"
       << "        bool needl = false, needr = false;\n"
       << "#pragma unroll\n"
       << "        for (int dd = -1; dd <= 1; ++dd) {\n"
@@ -244,8 +259,9 @@ std::string stencil_source(const stencil_desc& d) {
       << "        if (needl && !prev_ok) lf[b] = __ldg(a + q * ar - 1);\n"
       << "        if (needr && !next_ok) rt[b] = __ldg(a + q * ar + K);\n"
       << "      }\n"
-      << "    }\n"
-      << "#pragma unroll\n"
+      << "    }\n";
+    if (!d.emulate)
+      s << "#pragma unroll\n"
       << "    for (int b = 0; b < U + 2; ++b) {\n"
       << "      const T l = __shfl_up_sync(0xffffffffu, r[b][K - 1], 1), x = __shfl_down_sync(0xffffffffu, r[b][0], "
          "1);\n"
@@ -278,11 +294,11 @@ std::string stencil_source(const stencil_desc& d) {
     const std::string at = "q" + std::to_string(i) + " + b" + std::to_string(i) + " + u * " + st1;
     s << "        if (whole) {\n";
     if (o.mode == 0) {
-      s << "          unpack(__ldg((const V*)(" << at << " + x0)), L" << i << ");\n";
+      s << "          load_v(" << at << " + x0, L" << i << ");\n";
     } else if (o.mode == 1) {
       s << "          T c0[K], c1[K];\n"
-        << "          unpack(__ldg((const V*)(" << at << " + x0 - " << o.m << ")), c0);\n"
-        << "          unpack(__ldg((const V*)(" << at << " + x0 - " << o.m << " + K)), c1);\n";
+        << "          load_v(" << at << " + x0 - " << o.m << ", c0);\n"
+        << "          load_v(" << at << " + x0 - " << o.m << " + K, c1);\n";
       for (int j = 0; j < K; ++j) {
         const int e = o.m + j;
         s << "          L" << i << "[" << j << "] = " << (e < K ? "c0[" : "c1[") << (e < K ? e : e - K) << "];\n";
@@ -304,7 +320,7 @@ std::string stencil_source(const stencil_desc& d) {
   for (int j = 0; j < K; ++j)
     s << "        O[" << j << "] = (T)"
       << expr_with(d.expr, [&](int i) { return "L" + std::to_string(i) + "[" + std::to_string(j) + "]"; }) << ";\n";
-  s << "        if (whole) *(V*)(out + ob + x0 + u * w[2]) = pack(O);\n"
+  s << "        if (whole) store_v(out + ob + x0 + u * w[2], O);\n"
     << "      }\n"
     << "    }\n"
     << "    if (edges) {\n"
@@ -323,6 +339,12 @@ std::string stencil_source(const stencil_desc& d) {
     << "    }\n"
     << "  }\n"
     << "}\n";
+  if (d.emulate)
+    s << "extern \"C\" void tessera_stencil_host(const P* p, unsigned gx, unsigned gy) {\n"
+      << "  gridDim = {gx, gy, 1};\n  blockDim = {128, 1, 1};\n"
+      << "  for (unsigned y = 0; y < gy; ++y)\n    for (unsigned x = 0; x < gx; ++x)\n"
+      << "      for (unsigned t = 0; t < 128; ++t) {\n"
+      << "        blockIdx = {x, y, 0};\n        threadIdx = {t, 0, 0};\n        tessera_stencil(*p);\n      }\n}\n";
   return s.str();
 }
 
@@ -337,7 +359,7 @@ std::string key_of(const stencil_desc& d) {
     k += std::to_string(o.member) + ":" + std::to_string(o.dy) + ":" + std::to_string(o.s) + ":" +
          std::to_string(o.mode) + ":" + std::to_string(o.m) + ",";
   k += "|" + std::to_string(d.lo) + "|" + std::to_string(d.hi) + "|" + std::to_string(d.left_dy) + "|" +
-       std::to_string(d.right_dy) + "|" + (d.group ? "g" : "");
+       std::to_string(d.right_dy) + "|" + (d.group ? "g" : "") + (d.emulate ? "e" : "");
   return k;
 }
 // One program per description, kept for the process (a handful per program: one per expression

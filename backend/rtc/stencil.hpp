@@ -79,6 +79,11 @@ struct stencil_desc {
   std::vector<operand> operands;
   int lo = 0, hi = 0, left_dy = 0, right_dy = 0;  // as in tile_plan
   bool group = false;                             // some operand is a member
+  // For tests: a host translation unit instead (extern "C" tessera_stencil_host(const P*, grid x,
+  // grid y) runs every thread of the grid in turn, reading the elements beside a chunk from memory
+  // rather than from the lanes beside it), so that the kernel's indexing, rows, members and edges
+  // are checked against loops on a machine without a GPU.
+  bool emulate = false;
 };
 
 // The kernel's source (extern "C" tessera_stencil), from the description.
