@@ -6,8 +6,10 @@
 // as kernels generated and compiled at run time, backend/rtc/stencil.cpp), element types of 2, 4
 // and 8 bytes, 2-D and 3-D, operands broadcast along either dim, and the halo'd Jacobi sweep over
 // every device. Every result is compared with plain loops on the host, on fresh random data. The
-// row-tile plan and the generated source are checked on their own, on the host (the source
-// compiled by NVRTC where the build has CUDA).
+// row-tile plan and the generated source are checked on their own, on the host: the source
+// compiled by NVRTC where the build has CUDA, and run on the host against loops in an emulation
+// of the kernel (every thread in turn, the neighbours of a chunk read from memory instead of the
+// lanes beside it) everywhere.
 #include "half_support.hpp"
 
 #include <backend/cuda/stencil_jit.cuh>
