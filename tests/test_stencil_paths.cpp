@@ -140,24 +140,31 @@ auto node(A a, B b, R... r) {
   if constexpr (sizeof...(R) == 0) return add(a, b);
   else return node(add(a, b), r...);
 }
-// The plan of a shard writing `out` from `e` (the box is not used by the plan).
+// A shard writing `out` from `e` over `box` (empty: the plan does not read it), flattened as the
+// executor flattens it (`call` points into the arrays beside it, so the object stays put).
 template <class T, int N, class E>
-detail::rtc::tile_plan plan_of(const OutEval<T, N>& out, const E& e) {
-  const detail::ShardTask<OutEval<T, N>, E, N> t{out, e, {}, 0, detail::path::cartesian, false};
-  constexpr int L = detail::leaf_count<E>::value;
+struct flat_shard {
+  static constexpr int L = detail::leaf_count<E>::value;
   std::int64_t ext[N], ost[N], opst[L * N];
   std::uintptr_t op[L];
-  return detail::rtc::make_tile_plan(detail::cuda::jit_stencil_call(t, ext, ost, op, opst));
+  detail::rtc::stencil_call call;
+  flat_shard(const OutEval<T, N>& out, const E& e, const detail::Extents<N>& box = {}, index_t count = 0)
+      : call(detail::cuda::jit_stencil_call(
+            detail::ShardTask<OutEval<T, N>, E, N>{out, e, box, count, detail::path::cartesian, false}, ext, ost, op,
+            opst)) {}
+  flat_shard(const flat_shard&) = delete;
+  flat_shard& operator=(const flat_shard&) = delete;
+};
+// The plan of a shard writing `out` from `e`.
+template <class T, int N, class E>
+detail::rtc::tile_plan plan_of(const OutEval<T, N>& out, const E& e) {
+  return detail::rtc::make_tile_plan(flat_shard<T, N, E>(out, e).call);
 }
 // The generated kernel's description for that shard (4 rows per thread) and its parameter words.
 template <class T, int N, class E>
 detail::rtc::stencil_desc desc_of(const OutEval<T, N>& out, const E& e, std::vector<std::uint64_t>& words) {
-  const detail::ShardTask<OutEval<T, N>, E, N> t{out, e, {}, 0, detail::path::cartesian, false};
-  constexpr int L = detail::leaf_count<E>::value;
-  std::int64_t ext[N], ost[N], opst[L * N];
-  std::uintptr_t op[L];
-  const auto c = detail::cuda::jit_stencil_call(t, ext, ost, op, opst);
-  return detail::rtc::describe_stencil(c, detail::rtc::make_tile_plan(c), 4, words);
+  const flat_shard<T, N, E> f(out, e);
+  return detail::rtc::describe_stencil(f.call, detail::rtc::make_tile_plan(f.call), 4, words);
 }
 }  // namespace
 
@@ -314,11 +321,8 @@ void run_emulated(const OutEval<T, N>& out, const E& e, const std::array<index_t
   detail::Extents<N> ext;
   index_t count = 1;
   for (int k = 0; k < N; ++k) ext[k] = box[static_cast<std::size_t>(k)], count *= ext[k];
-  const detail::ShardTask<OutEval<T, N>, E, N> t{out, e, ext, count, detail::path::cartesian, false};
-  constexpr int L = detail::leaf_count<E>::value;
-  std::int64_t x[N], ost[N], opst[L * N];
-  std::uintptr_t op[L];
-  const auto c = detail::cuda::jit_stencil_call(t, x, ost, op, opst);
+  const flat_shard<T, N, E> f(out, e, ext, count);
+  const detail::rtc::stencil_call& c = f.call;
   const auto pl = detail::rtc::make_tile_plan(c);
   REQUIRE(pl.valid);
   std::vector<std::uint64_t> words;
