@@ -275,11 +275,11 @@ if [ "$what" = soak ]; then
 fi
 if [ "$what" = jit ]; then
   # Issue 22 item 1: the run-time compiled stencil kernels (backend/rtc/stencil.cpp). The stencil, halo,
-  # overlap and capture tests with them (TESSERA_JIT_STENCIL=1) and without (the default), then
-  # bench_stencil's one-GPU rows (Jacobi, 3-D diffusion) with and without it, alternating, twice.
-  # JIT_TESTS: another list of tests; JIT_ARGS: bench_stencil's arguments; JIT_ROWS: below.
+  # overlap and capture tests with them (the default) and without (TESSERA_JIT_STENCIL=0), then
+  # bench_stencil's one-GPU rows (Jacobi, 3-D diffusion) with and without them, alternating, twice.
+  # JIT_TESTS: another list of tests; JIT_ARGS: bench_stencil's arguments; JIT_VARIANTS: below.
   tests=${JIT_TESTS:-"test_stencil_paths test_halo test_hide_communication test_capture test_views_assign test_broadcast"}
-  TESSERA_JIT_STENCIL=1 build_and_test jit "$(variants_of $tests)" bench_stencil $tests
+  build_and_test jit "$(variants_of $tests)" bench_stencil $tests
   echo "== the same tests with TESSERA_JIT_STENCIL=0"
   (cd "$BUILD_DIR" && TESSERA_JIT_STENCIL=0 ctest -L gpu -R "$(variants_of $tests)" -j 4 --output-on-failure) \
     > "$OUT/jit_off_ctest.log" 2>&1 || { status=1; grep -B4 -A12 -E "ERROR:|FATAL" "$OUT/jit_off_ctest.log" | head -40; }
@@ -288,14 +288,15 @@ if [ "$what" = jit ]; then
     for v in 1 0; do
       echo "== round $round, TESSERA_JIT_STENCIL=$v"
       TESSERA_JIT_STENCIL=$v "$BUILD_DIR/bench_stencil" ${JIT_ARGS:-} > "$OUT/stencil_${round}_$v.log" 2>&1 || status=1
-      grep -E "Jacobi|diffusion|memcpy of the grid|plain CUDA 5-point" "$OUT/stencil_${round}_$v.log" | head -30
+      grep -E "Jacobi sweep|diffusion 512|memcpy of the grid|plain CUDA 5-point|vs memcpy" "$OUT/stencil_${round}_$v.log" | head -30
     done
   done
-  # JIT_ROWS: rows per thread to compare as well (e.g. "2 8"), one run each.
-  for r in ${JIT_ROWS:-}; do
-    echo "== TESSERA_JIT_STENCIL_ROWS=$r"
-    TESSERA_JIT_STENCIL=1 TESSERA_JIT_STENCIL_ROWS=$r "$BUILD_DIR/bench_stencil" ${JIT_ARGS:-} > "$OUT/stencil_rows_$r.log" 2>&1 || status=1
-    grep -E "bytes/s vs memcpy|T_eff vs memcpy|scaling, hidden" "$OUT/stencil_rows_$r.log" | head -8
+  # JIT_VARIANTS: other settings to compare, space-separated, each VAR=value settings joined by
+  # commas (e.g. TESSERA_JIT_STENCIL_ROWS=2,TESSERA_JIT_STENCIL_PLANES=16), one run each.
+  for v in ${JIT_VARIANTS:-}; do
+    echo "== $v"
+    env ${v//,/ } "$BUILD_DIR/bench_stencil" ${JIT_ARGS:-} > "$OUT/stencil_variant.log" 2>&1 || status=1
+    grep -E "vs memcpy" "$OUT/stencil_variant.log" | head -8
   done
 fi
 if [ "$what" = bulk ]; then

@@ -193,8 +193,8 @@ TEST_CASE("stencils: the row-tile plan of Jacobi's views, on the host") {
   }
   CHECK(pl.lo == -1);
   CHECK(pl.hi == 1);
-  CHECK(pl.left_dy == 2);   // u(0.., 1..): dy 0, reads the element before a chunk
-  CHECK(pl.right_dy == 2);  // u(2.., 1..)
+  CHECK(pl.left == 1 << 4);   // u(0.., 1..): dz 0, dy 0, reads the element before a chunk
+  CHECK(pl.right == 1 << 4);  // u(2.., 1..)
 
   SUBCASE("views two rows apart, or K elements apart, or of another array, read on their own") {
     static float w[64 * 64];
@@ -219,7 +219,7 @@ TEST_CASE("stencils: the row-tile plan of Jacobi's views, on the host") {
     const OutEval<float, 2> narrow{v + 1, {1, 8}};
     CHECK_FALSE(plan_of(narrow, node(L2{u, {1, 8}}, L2{u + 1, {1, 8}})).valid);
   }
-  SUBCASE("3-D diffusion: the plane's views are members, the neighbouring planes' and ci are not") {
+  SUBCASE("3-D diffusion: every view of t is a member, the neighbouring planes' at dz -+1; ci is not") {
     using L3 = LeafEval<double, 3>;
     alignas(16) static double t[16 * 16 * 4], c[16 * 16 * 4], o[16 * 16 * 4];
     const index_t m = 16, p = 16 * 16;
@@ -231,8 +231,8 @@ TEST_CASE("stencils: the row-tile plan of Jacobi's views, on the host") {
                         leaf(t, 1, 2, 1), leaf(t, 1, 1, 0), leaf(t, 1, 1, 2), leaf(t, 1, 1, 1));
     const auto q = plan_of(o3, d);
     REQUIRE(q.valid);
-    CHECK(q.members == 6);
-    const int member[] = {1, 0, 1, 1, 1, 1, 0, 0, 1};
+    CHECK(q.members == 8);
+    const int member[] = {1, 0, 1, 1, 1, 1, 1, 1, 1};
     for (int l = 0; l < 9; ++l) {
       INFO("leaf " << l);
       CHECK(q.member[l] == member[l]);
@@ -243,6 +243,13 @@ TEST_CASE("stencils: the row-tile plan of Jacobi's views, on the host") {
     CHECK(q.s[3] == 1);
     CHECK(q.dy[4] == -1);
     CHECK(q.dy[5] == 1);
+    CHECK(q.dz[6] == -1);
+    CHECK(q.dz[7] == 1);
+    CHECK(q.dy[6] == 0);
+    CHECK(q.zlo == -1);
+    CHECK(q.zhi == 1);
+    CHECK(q.left == 1 << 4);
+    CHECK(q.right == 1 << 4);
   }
 }
 
@@ -299,7 +306,9 @@ TEST_CASE("stencils: the generated kernel of Jacobi's plan, written and compiled
     const auto d3 = desc_of(o3, f, w3);
     CHECK(d3.operands[1].member == 0);  // ci
     CHECK(d3.operands[1].mode == 0);     // at the output's alignment: one chunk
-    CHECK(d3.operands[6].member == 0);  // the plane below
+    CHECK(d3.operands[6].member == 1);  // the plane below, from the registers of the march
+    CHECK(d3.operands[6].dz == -1);
+    CHECK(d3.march);
     const std::string code3 = detail::rtc::stencil_source(d3);
 #if TESSERA_HAS_CUDA
     CHECK_NOTHROW(detail::rtc::compile_stencil(code3, 90));
@@ -314,9 +323,9 @@ NodeEval<detail::fn::minus, A, B> sub(A a, B b) {
 }
 // Runs the generated kernel of `out = e` over `box` on the host: the source compiled by the system
 // compiler with the host's stand-ins for CUDA, every thread of the grid in turn (rows: rows per
-// thread). Checks that the shard has a plan.
+// thread; planes: output planes per thread of a marching kernel). Checks that the shard has a plan.
 template <class T, int N, class E, std::size_t M>
-void run_emulated(const OutEval<T, N>& out, const E& e, const std::array<index_t, M>& box, int rows) {
+void run_emulated(const OutEval<T, N>& out, const E& e, const std::array<index_t, M>& box, int rows, int planes = 32) {
   static_assert(M == static_cast<std::size_t>(N), "run_emulated: one extent per dim");
   detail::Extents<N> ext;
   index_t count = 1;
@@ -326,14 +335,44 @@ void run_emulated(const OutEval<T, N>& out, const E& e, const std::array<index_t
   const auto pl = detail::rtc::make_tile_plan(c);
   REQUIRE(pl.valid);
   std::vector<std::uint64_t> words;
-  auto d = detail::rtc::describe_stencil(c, pl, rows, words);
+  auto d = detail::rtc::describe_stencil(c, pl, rows, words, planes);
   d.emulate = true;
   using run_fn = void (*)(const void*, unsigned, unsigned);
   const auto run = reinterpret_cast<run_fn>(
       detail::rtc::host_symbol(detail::rtc::stencil_source(d), "tessera_stencil_host", "stencil_emulated"));
-  const index_t K = d.k, tiles = (ext[1] + rows - 1) / rows * (count / (ext[0] * ext[1]));
-  run(words.data(), static_cast<unsigned>((ext[0] - pl.head + 128 * K - 1) / (128 * K)),
-      static_cast<unsigned>(std::min<index_t>(tiles, 65535)));
+  unsigned grid[3];
+  detail::rtc::stencil_grid(c, d, grid);
+  run(words.data(), grid[0], grid[1]);
+}
+// 3-D diffusion (T2 = T + 0.1 Ci lap(T)) over the interior of an n x ny x nz grid through the
+// emulated kernel, against loops.
+template <class T>
+void diffusion_emulated(index_t n, index_t ny, index_t nz, int rows, int planes) {
+  const auto t = values<T>(static_cast<std::size_t>(n * ny * nz));
+  const auto ci = values<T>(static_cast<std::size_t>(n * ny * nz));
+  auto v = values<T>(static_cast<std::size_t>(n * ny * nz));
+  auto want = v;
+  const auto id = [&](index_t i, index_t j, index_t k) { return static_cast<std::size_t>(i + n * (j + ny * k)); };
+  for (index_t k = 1; k < nz - 1; ++k)
+    for (index_t j = 1; j < ny - 1; ++j)
+      for (index_t i = 1; i < n - 1; ++i)
+        want[id(i, j, k)] =
+            t[id(i, j, k)] +
+            (T(0.1) * ci[id(i, j, k)]) * ((((((t[id(i - 1, j, k)] + t[id(i + 1, j, k)]) + t[id(i, j - 1, k)]) +
+                                            t[id(i, j + 1, k)]) +
+                                           t[id(i, j, k - 1)]) +
+                                          t[id(i, j, k + 1)]) -
+                                         T(6) * t[id(i, j, k)]);
+  using L3 = LeafEval<T, 3>;
+  const auto T3 = [&](const std::vector<T>& a, index_t i, index_t j, index_t k) {
+    return L3{a.data() + id(i, j, k), {1, n, n * ny}};
+  };
+  const auto lap = sub(node(T3(t, 0, 1, 1), T3(t, 2, 1, 1), T3(t, 1, 0, 1), T3(t, 1, 2, 1), T3(t, 1, 1, 0), T3(t, 1, 1, 2)),
+                       mul(ScalarEval<T>{T(6)}, T3(t, 1, 1, 1)));
+  const auto e = add(T3(t, 1, 1, 1), mul(mul(ScalarEval<T>{T(0.1)}, T3(ci, 1, 1, 1)), lap));
+  const OutEval<T, 3> out{v.data() + id(1, 1, 1), {1, n, n * ny}};
+  run_emulated(out, e, std::array<index_t, 3>{n - 2, ny - 2, nz - 2}, rows, planes);
+  CHECK(v == want);
 }
 }  // namespace
 
@@ -398,36 +437,50 @@ TEST_CASE("stencils: the generated kernel, run on the host against loops") {
       CHECK(v == want);
     }
   }
-  SUBCASE("3-D diffusion, double: several slices, partial tiles") {
-    for (const auto& [n, ny, nz] : {std::array<index_t, 3>{136, 6, 5}, std::array<index_t, 3>{130, 11, 4}}) {
-      INFO("grid " << n << " x " << ny << " x " << nz);
-      const auto t = values<double>(static_cast<std::size_t>(n * ny * nz));
-      const auto ci = values<double>(static_cast<std::size_t>(n * ny * nz));
-      auto v = values<double>(static_cast<std::size_t>(n * ny * nz));
-      auto want = v;
-      const auto id = [&](index_t i, index_t j, index_t k) { return static_cast<std::size_t>(i + n * (j + ny * k)); };
-      for (index_t k = 1; k < nz - 1; ++k)
-        for (index_t j = 1; j < ny - 1; ++j)
-          for (index_t i = 1; i < n - 1; ++i)
-            want[id(i, j, k)] =
-                t[id(i, j, k)] + (0.1 * ci[id(i, j, k)]) *
-                                     ((((((t[id(i - 1, j, k)] + t[id(i + 1, j, k)]) + t[id(i, j - 1, k)]) +
-                                         t[id(i, j + 1, k)]) +
-                                        t[id(i, j, k - 1)]) +
-                                       t[id(i, j, k + 1)]) -
-                                      6.0 * t[id(i, j, k)]);
-      using L3 = LeafEval<double, 3>;
-      const auto T3 = [&](const std::vector<double>& a, index_t i, index_t j, index_t k) {
-        return L3{a.data() + id(i, j, k), {1, n, n * ny}};
-      };
-      const auto lap = sub(node(T3(t, 0, 1, 1), T3(t, 2, 1, 1), T3(t, 1, 0, 1), T3(t, 1, 2, 1), T3(t, 1, 1, 0),
-                                T3(t, 1, 1, 2)),
-                           mul(ScalarEval<double>{6.0}, T3(t, 1, 1, 1)));
-      const auto e = add(T3(t, 1, 1, 1), mul(mul(ScalarEval<double>{0.1}, T3(ci, 1, 1, 1)), lap));
-      const OutEval<double, 3> out{v.data() + id(1, 1, 1), {1, n, n * ny}};
-      run_emulated(out, e, std::array<index_t, 3>{n - 2, ny - 2, nz - 2}, 4);
-      CHECK(v == want);
-    }
+  SUBCASE("3-D diffusion, marching along dim 2: rows and planes per thread, partial tiles and chunks of planes") {
+    // Rows of 130 doubles: a whole number of 16-byte chunks, not of floats.
+    for (const auto& [n, ny, nz] :
+         {std::array<index_t, 3>{136, 6, 5}, std::array<index_t, 3>{132, 11, 4}, std::array<index_t, 3>{130, 9, 7}})
+      for (const auto& [rows, planes] : {std::array<int, 2>{4, 32}, std::array<int, 2>{1, 1}, std::array<int, 2>{3, 2}}) {
+        INFO("grid " << n << " x " << ny << " x " << nz << ", rows " << rows << ", planes " << planes);
+        diffusion_emulated<double>(n, ny, nz, rows, planes);
+        if (n % 4 == 0) diffusion_emulated<float>(n, ny, nz, rows, planes);
+      }
+  }
+  SUBCASE("3-D: members at every dz, dy and s, another array, narrow boxes") {
+    // out(o + i, j, k) = t(i + di, j + dj, k + dk) summed over the offsets below - 2 g(i, j, k), over the
+    // interior, with the output's offset o moving the head.
+    const index_t n = 140, ny = 7, nz = 6;
+    const int off[][3] = {{-1, -1, -1}, {1, 1, 1}, {0, 1, -1}, {1, -1, 0}, {-1, 0, 1}, {0, 0, 1}, {0, -1, 0}, {1, 0, -1}};
+    for (int o = 0; o < 4; ++o)
+      for (const index_t m : {n - 2, index_t(1), index_t(2), index_t(7)})
+        for (const auto& [rows, planes] : {std::array<int, 2>{4, 32}, std::array<int, 2>{3, 2}}) {
+          INFO("output offset " << o << ", " << m << " columns, rows " << rows << ", planes " << planes);
+          const auto id = [&](index_t i, index_t j, index_t k) { return static_cast<std::size_t>(i + n * (j + ny * k)); };
+          const auto t = values<float>(static_cast<std::size_t>(n * ny * nz));
+          const auto g = values<float>(static_cast<std::size_t>(n * ny * nz));
+          auto v = values<float>(static_cast<std::size_t>(n * ny * nz));
+          auto want = v;
+          for (index_t k = 1; k < nz - 1; ++k)
+            for (index_t j = 1; j < ny - 1; ++j)
+              for (index_t i = 1; i < 1 + m; ++i) {
+                float sum = 0;
+                for (int q = 0; q < 8; ++q) {
+                  const float x = t[id(i + off[q][0], j + off[q][1], k + off[q][2])];
+                  sum = q == 0 ? x : sum + x;
+                }
+                want[id(i - 1 + o, j, k)] = sum - 2.0f * g[id(i, j, k)];
+              }
+          using L3 = LeafEval<float, 3>;
+          const auto T3 = [&](const std::vector<float>& a, int q) {
+            return L3{a.data() + id(1 + off[q][0], 1 + off[q][1], 1 + off[q][2]), {1, n, n * ny}};
+          };
+          const auto e = sub(node(T3(t, 0), T3(t, 1), T3(t, 2), T3(t, 3), T3(t, 4), T3(t, 5), T3(t, 6), T3(t, 7)),
+                             mul(ScalarEval<float>{2.0f}, L3{g.data() + id(1, 1, 1), {1, n, n * ny}}));
+          const OutEval<float, 3> out{v.data() + id(o, 1, 1), {1, n, n * ny}};
+          run_emulated(out, e, std::array<index_t, 3>{m, ny - 2, nz - 2}, rows, planes);
+          CHECK(v == want);
+        }
   }
 }
 

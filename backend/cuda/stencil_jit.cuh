@@ -4,8 +4,8 @@
 // type, float, double or integer scalars, + - * / and negation) and whose shard has a row-tile
 // plan (two or more operands that are views of one array within a row and an element of each
 // other) runs as a kernel generated for that plan: the source names each member's register by
-// constant indices. Off by default until it has run on a GPU: TESSERA_JIT_STENCIL=1 turns it on
-// (the row kernels run otherwise).
+// constant indices. On by default (Jacobi 16384^2 float on an H200: 0.960x memcpy against 0.835x
+// for the row kernels); TESSERA_JIT_STENCIL=0 turns it off (the row kernels run then).
 // Only the flattening of a shard is compiled per expression here; the plan, the source, the cache
 // and the launch are compiled once (backend/rtc/stencil.cpp). Included by executor.cuh only.
 #pragma once
@@ -88,11 +88,11 @@ inline constexpr bool jit_stencil_candidate =
     min_leaf_size<E>::value == sizeof(typename Out::value_type) &&
     max_leaf_size<E>::value == sizeof(typename Out::value_type);
 
-// Off by default until it has run on a GPU (TESSERA_JIT_STENCIL=1 turns it on).
+// On unless TESSERA_JIT_STENCIL=0.
 inline bool jit_stencil_enabled() {
   static const bool on = [] {
     const char* v = std::getenv("TESSERA_JIT_STENCIL");
-    return v && std::strcmp(v, "1") == 0;
+    return !(v && std::strcmp(v, "0") == 0);
   }();
   return on;
 }

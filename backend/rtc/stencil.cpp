@@ -12,6 +12,7 @@
 #include <backend/rtc/rtc.hpp>
 #include <backend/rtc/stencil.hpp>
 
+#include <algorithm>
 #include <cstdlib>
 #include <map>
 #include <memory>
@@ -38,6 +39,15 @@ std::string expr_with(const std::string& e, F&& f) {
     }
   }
   return out;
+}
+
+// The arguments written one after the other (string concatenation with operator+ makes GCC 12
+// warn of overlapping copies, -Wrestrict, a known false positive).
+template <class... A>
+std::string cat(const A&... a) {
+  std::ostringstream o;
+  (o << ... << a);
+  return o.str();
 }
 
 std::string scalar_read(const std::string& type, std::size_t word) {
@@ -75,20 +85,24 @@ tile_plan make_tile_plan(const stencil_call& c) {
     return true;
   };
   // Where operand l sits against candidate anchor r moved by m0 elements (a multiple of K): its
-  // row and window start, or false when it is not a member.
-  const auto place = [&](int r, std::int64_t m0, int l, int& dy, int& s) {
+  // row, plane and window start, or false when it is not a member.
+  const auto place = [&](int r, std::int64_t m0, int l, int& dy, int& dz, int& s) {
     if (!ok[static_cast<std::size_t>(l)] || !same_strides(r, l)) return false;
     const std::int64_t row = st(r)[1];
     if (row < 4 * K && row > -4 * K) return false;  // a shift along dim 0 must not pass for a row
+    // Planes only where a plane is longer than the rows a step of dy and s spans.
+    const std::int64_t plane = N >= 3 ? st(r)[2] : 0;
+    const int zr = N >= 3 && (plane >= 4 * row || plane <= -4 * row) && row > 0 ? 1 : 0;
     const std::int64_t d = elem(c.op[l]) - elem(c.op[r]);
     const std::int64_t m = (elem(c.op[r]) + pl.head) % K;  // r's element at an aligned output, in its chunk
-    for (int y = -1; y <= 1; ++y) {
-      const std::int64_t w = d - y * row + m - m0;
-      if (w >= -1 && w <= 1) {
-        dy = y, s = static_cast<int>(w);
-        return true;
+    for (int z = -zr; z <= zr; ++z)
+      for (int y = -1; y <= 1; ++y) {
+        const std::int64_t w = d - y * row - z * plane + m - m0;
+        if (w >= -1 && w <= 1) {
+          dy = y, dz = z, s = static_cast<int>(w);
+          return true;
+        }
       }
-    }
     return false;
   };
   int best = 0, best_r = -1;
@@ -96,8 +110,8 @@ tile_plan make_tile_plan(const stencil_call& c) {
   for (int r = 0; r < L; ++r) {
     if (!ok[static_cast<std::size_t>(r)]) continue;
     for (std::int64_t m0 : {std::int64_t(0), K, -K, 2 * K, -2 * K}) {
-      int count = 0, dy = 0, s = 0;
-      for (int l = 0; l < L; ++l) count += place(r, m0, l, dy, s) ? 1 : 0;
+      int count = 0, dy = 0, dz = 0, s = 0;
+      for (int l = 0; l < L; ++l) count += place(r, m0, l, dy, dz, s) ? 1 : 0;
       if (count > best) best = count, best_r = r, best_m0 = m0;
     }
   }
@@ -109,22 +123,25 @@ tile_plan make_tile_plan(const stencil_call& c) {
   pl.st.assign(st(best_r), st(best_r) + N);
   pl.member.assign(static_cast<std::size_t>(L), 0);
   pl.dy.assign(static_cast<std::size_t>(L), 0);
+  pl.dz.assign(static_cast<std::size_t>(L), 0);
   pl.s.assign(static_cast<std::size_t>(L), 0);
-  pl.lo = 1, pl.hi = -1;
+  pl.lo = 1, pl.hi = -1, pl.zlo = 1, pl.zhi = -1;
   for (int l = 0; l < L; ++l) {
-    int dy = 0, s = 0;
-    if (!place(best_r, best_m0, l, dy, s)) continue;
+    int dy = 0, dz = 0, s = 0;
+    if (!place(best_r, best_m0, l, dy, dz, s)) continue;
     const auto i = static_cast<std::size_t>(l);
-    pl.member[i] = 1, pl.dy[i] = dy, pl.s[i] = s;
-    if (s < 0) pl.left_dy |= 1 << (dy + 1);
-    if (s > 0) pl.right_dy |= 1 << (dy + 1);
-    if (dy < pl.lo) pl.lo = dy;
-    if (dy > pl.hi) pl.hi = dy;
+    pl.member[i] = 1, pl.dy[i] = dy, pl.dz[i] = dz, pl.s[i] = s;
+    const int bit = 1 << (3 * (dz + 1) + dy + 1);
+    if (s < 0) pl.left |= bit;
+    if (s > 0) pl.right |= bit;
+    pl.lo = std::min(pl.lo, dy), pl.hi = std::max(pl.hi, dy);
+    pl.zlo = std::min(pl.zlo, dz), pl.zhi = std::max(pl.zhi, dz);
   }
   return pl;
 }
 
-stencil_desc describe_stencil(const stencil_call& c, const tile_plan& pl, int rows, std::vector<std::uint64_t>& words) {
+stencil_desc describe_stencil(const stencil_call& c, const tile_plan& pl, int rows, std::vector<std::uint64_t>& words,
+                              int planes) {
   const int N = c.n, K = 16 / c.elem;
   const std::size_t L = c.operands;
   stencil_desc d;
@@ -136,8 +153,11 @@ stencil_desc describe_stencil(const stencil_call& c, const tile_plan& pl, int ro
   d.expr = c.expr;
   d.scalar_types = c.scalar_types;
   d.operands.resize(L);
-  d.lo = pl.lo, d.hi = pl.hi, d.left_dy = pl.left_dy, d.right_dy = pl.right_dy;
+  d.lo = pl.lo, d.hi = pl.hi, d.left = pl.left, d.right = pl.right;
   d.group = pl.valid;
+  if (pl.valid) d.zlo = pl.zlo, d.zhi = pl.zhi;
+  d.march = pl.valid && (d.zlo < 0 || d.zhi > 0);
+  d.planes = planes;
   auto word = [](std::int64_t v) { return static_cast<std::uint64_t>(v); };
   words.clear();
   words.push_back(c.out);
@@ -150,7 +170,7 @@ stencil_desc describe_stencil(const stencil_call& c, const tile_plan& pl, int ro
     const std::int64_t* st = c.op_st + static_cast<std::ptrdiff_t>(i) * N;
     auto& o = d.operands[i];
     if (pl.valid && pl.member[i]) {
-      o.member = 1, o.dy = pl.dy[i], o.s = pl.s[i];
+      o.member = 1, o.dy = pl.dy[i], o.dz = pl.dz[i], o.s = pl.s[i];
     } else if (st[0] == 0) {
       o.mode = 2;
     } else {
@@ -169,16 +189,24 @@ stencil_desc describe_stencil(const stencil_call& c, const tile_plan& pl, int ro
   return d;
 }
 
-std::string stencil_source(const stencil_desc& d) {
-  const int K = d.k, U = d.rows, N = d.n;
-  const std::size_t L = d.operands.size();
-  const std::size_t ext = static_cast<std::size_t>(1 + N), count_word = static_cast<std::size_t>(1 + 2 * N),
-                    anchor = static_cast<std::size_t>(2 + 2 * N), anchor_st = anchor + 1,
-                    first_op = static_cast<std::size_t>(3 + 3 * N);
-  auto op_word = [&](std::size_t i) { return first_op + i * static_cast<std::size_t>(1 + N); };
-  const std::size_t first_scalar = first_op + L * static_cast<std::size_t>(1 + N);
+namespace {
+// Where the kernel's parameter keeps what (stencil_words).
+struct word_map {
+  std::size_t n, ext, count, anchor, anchor_st, first_op, first_scalar;
+  std::size_t op(std::size_t i) const { return first_op + i * (1 + n); }
+  std::string at(std::size_t i) const { return "w[" + std::to_string(i) + "]"; }
+};
+word_map words_of(const stencil_desc& d) {
+  const auto N = static_cast<std::size_t>(d.n);
+  word_map m{N, 1 + N, 1 + 2 * N, 2 + 2 * N, 3 + 2 * N, 3 + 3 * N, 0};
+  m.first_scalar = m.first_op + d.operands.size() * (1 + N);
+  return m;
+}
+
+// The typedefs and helpers, the kernel's signature and its first lines (the box, the scalars and
+// the thread's chunk), common to both shapes.
+void emit_head(std::ostringstream& s, const stencil_desc& d, const word_map& wm) {
   const bool dbl = d.type == "double";
-  std::ostringstream s;
   s << "// Tessera stencil kernel, generated (backend/rtc/stencil.cpp)\n";
   if (d.emulate) {
     // The host's stand-ins for what the kernel uses of CUDA (one thread at a time: no shuffles).
@@ -195,7 +223,7 @@ std::string stencil_source(const stencil_desc& d) {
     << "struct P { u64 w[" << stencil_words(d) << "]; };\n"
     << "typedef " << d.type << " T;\n"
     << "typedef " << (dbl ? "double2" : "float4") << " V;\n"
-    << "#define K " << K << "\n#define U " << U << "\n#define N " << N << "\n"
+    << "#define K " << d.k << "\n#define U " << d.rows << "\n#define N " << d.n << "\n"
     << "__device__ __forceinline__ void unpack(const V c, T (&e)[K]) { e[0] = c.x; e[1] = c.y;"
     << (dbl ? "" : " e[2] = c.z; e[3] = c.w;") << " }\n"
     << "__device__ __forceinline__ V pack(const T (&e)[K]) { V c; c.x = e[0]; c.y = e[1];"
@@ -205,93 +233,54 @@ std::string stencil_source(const stencil_desc& d) {
     << (d.emulate ? "std::memcpy(p, &c, sizeof c);" : "*(V*)p = c;") << " }\n"
     << "extern \"C\" __global__ void __launch_bounds__(128) tessera_stencil(const P p) {\n"
     << "  const long long* w = (const long long*)p.w;\n"
-    << "  const long long inner = w[" << ext << "], rows1 = w[" << ext + 1 << "], total = w[" << count_word << "];\n"
+    << "  const long long inner = " << wm.at(wm.ext) << ", rows1 = " << wm.at(wm.ext + 1)
+    << ", total = " << wm.at(wm.count) << ";\n"
     << "  T* const out = (T*)p.w[0];\n";
   for (std::size_t i = 0; i < d.scalar_types.size(); ++i)
-    s << "  const " << d.scalar_types[i] << " S" << i << " = " << scalar_read(d.scalar_types[i], first_scalar + i)
+    s << "  const " << d.scalar_types[i] << " S" << i << " = " << scalar_read(d.scalar_types[i], wm.first_scalar + i)
       << ";\n";
-  s << "  const long long per_slice = (rows1 + U - 1) / U, tiles = per_slice * (total / (inner * rows1));\n"
-    << "  const long long x0 = " << d.head << " + ((long long)blockIdx.x * blockDim.x + threadIdx.x) * K;\n"
+  s << "  const long long x0 = " << d.head << " + ((long long)blockIdx.x * blockDim.x + threadIdx.x) * K;\n"
     << "  const bool whole = x0 + K <= inner;\n"
     << "  const int lane = threadIdx.x & 31;\n"
     << (d.emulate ? "  const bool prev_ok = false, next_ok = false;\n  (void)lane;\n"
                   : "  const bool prev_ok = lane != 0, next_ok = lane != 31 && x0 + 2 * K <= inner;\n")
-    << "  const bool edges = blockIdx.x == 0 && threadIdx.x < 2 * K;\n"
-    << "  for (long long g = blockIdx.y; g < tiles; g += gridDim.y) {\n"
-    << "    const long long slice = g / per_slice, y0 = (g - slice * per_slice) * U;\n"
-    << "    const int count = rows1 - y0 < U ? (int)(rows1 - y0) : U;\n"
-    << "    long long idx[N];\n"
-    << "    idx[0] = 0;\n"
-    << "    idx[1] = y0;\n"
-    << "    { long long o = slice;\n"
-    << "      for (int k = 2; k < N; ++k) { const long long e = w[" << ext
-    << " + k]; idx[k] = k + 1 < N ? o % e : o; o /= e; } }\n";
-  // Every operand's offset at x = 0 of the tile's first row, and the output's.
+    << "  const bool edges = blockIdx.x == 0 && threadIdx.x < 2 * K;\n";
+}
+
+// Every operand's offset at x = 0 of the tile's first row (plane 0 when marching), the output's too.
+void emit_bases(std::ostringstream& s, const stencil_desc& d, const word_map& wm) {
   s << "    long long ob = 0;\n"
     << "    for (int k = 1; k < N; ++k) ob += idx[k] * w[1 + k];\n";
-  for (std::size_t i = 0; i < L; ++i) {
-    s << "    const T* const q" << i << " = (const T*)p.w[" << op_word(i) << "];\n"
+  for (std::size_t i = 0; i < d.operands.size(); ++i)
+    s << "    const T* const q" << i << " = (const T*)p.w[" << wm.op(i) << "];\n"
       << "    long long b" << i << " = 0;\n"
-      << "    for (int k = 1; k < N; ++k) b" << i << " += idx[k] * w[" << op_word(i) + 1 << " + k];\n";
-  }
-  if (d.group) {
-    s << "    long long ao = x0;\n"
-      << "    for (int k = 1; k < N; ++k) ao += idx[k] * w[" << anchor_st << " + k];\n"
-      << "    const T* const a = (const T*)p.w[" << anchor << "] + ao;\n"
-      << "    const long long ar = w[" << anchor_st + 1 << "];\n"
-      << "    T r[U + 2][K], lf[U + 2], rt[U + 2];\n"
-      << "#pragma unroll\n"
-      << "    for (int b = 0; b < U + 2; ++b) {\n"
-      << "      const int q = b - 1;\n"
-      << "#pragma unroll\n"
-      << "      for (int j = 0; j < K; ++j) r[b][j] = T(0);\n"
-      << "      lf[b] = T(0);\n"
-      << "      rt[b] = T(0);\n"
-      << "      if (whole && q >= " << d.lo << " && q <= count - 1 + " << d.hi << ") {\n"
-      << "        load_v(a + q * ar, r[b]);\n"
-      << "        bool needl = false, needr = false;\n"
-      << "#pragma unroll\n"
-      << "        for (int dd = -1; dd <= 1; ++dd) {\n"
-      << "          const bool used = q - dd >= 0 && q - dd < count;\n"
-      << "          needl = needl || (used && ((" << d.left_dy << " >> (dd + 1)) & 1));\n"
-      << "          needr = needr || (used && ((" << d.right_dy << " >> (dd + 1)) & 1));\n"
-      << "        }\n"
-      << "        if (needl && !prev_ok) lf[b] = __ldg(a + q * ar - 1);\n"
-      << "        if (needr && !next_ok) rt[b] = __ldg(a + q * ar + K);\n"
-      << "      }\n"
-      << "    }\n";
-    if (!d.emulate)
-      s << "#pragma unroll\n"
-      << "    for (int b = 0; b < U + 2; ++b) {\n"
-      << "      const T l = __shfl_up_sync(0xffffffffu, r[b][K - 1], 1), x = __shfl_down_sync(0xffffffffu, r[b][0], "
-         "1);\n"
-      << "      if (prev_ok) lf[b] = l;\n"
-      << "      if (next_ok) rt[b] = x;\n"
-      << "    }\n";
-  }
-  s << "#pragma unroll\n"
-    << "    for (int u = 0; u < U; ++u) {\n"
-    << "      if (u < count) {\n";
-  for (std::size_t i = 0; i < L; ++i) {
+      << "    for (int k = 1; k < N; ++k) b" << i << " += idx[k] * w[" << wm.op(i) + 1 << " + k];\n";
+}
+
+// Row u's outputs (plane z when marching): members from the registers (rows: "r" or "r[1]", the
+// plane's rows; lf, rt likewise), every other operand read, then the expression and the store.
+void emit_row(std::ostringstream& s, const stencil_desc& d, const word_map& wm, bool march) {
+  for (std::size_t i = 0; i < d.operands.size(); ++i) {
     const auto& o = d.operands[i];
     s << "        T L" << i << "[K];\n";
     if (o.member) {
-      const int row = o.dy + 1;  // r[u + row]
-      for (int j = 0; j < K; ++j) {
+      const std::string slot = march ? cat("[", o.dz + 1, "]") : "";
+      const std::string row = cat("[u + ", o.dy + 1, "]");
+      for (int j = 0; j < d.k; ++j) {
         const int e = j + o.s;
         s << "        L" << i << "[" << j << "] = ";
         if (e < 0)
-          s << "lf[u + " << row << "];\n";
-        else if (e >= K)
-          s << "rt[u + " << row << "];\n";
+          s << "lf" << slot << row << ";\n";
+        else if (e >= d.k)
+          s << "rt" << slot << row << ";\n";
         else
-          s << "r[u + " << row << "][" << e << "];\n";
+          s << "r" << slot << row << "[" << e << "];\n";
       }
       continue;
     }
-    const std::string st0 = "w[" + std::to_string(op_word(i) + 1) + "]",
-                      st1 = "w[" + std::to_string(op_word(i) + 2) + "]";
-    const std::string at = "q" + std::to_string(i) + " + b" + std::to_string(i) + " + u * " + st1;
+    const std::string st0 = wm.at(wm.op(i) + 1), st1 = wm.at(wm.op(i) + 2);
+    const std::string at = "q" + std::to_string(i) + " + b" + std::to_string(i) + " + u * " + st1 +
+                           (march ? " + z * " + wm.at(wm.op(i) + 3) : std::string());
     s << "        if (whole) {\n";
     if (o.mode == 0) {
       s << "          load_v(" << at << " + x0, L" << i << ");\n";
@@ -299,9 +288,10 @@ std::string stencil_source(const stencil_desc& d) {
       s << "          T c0[K], c1[K];\n"
         << "          load_v(" << at << " + x0 - " << o.m << ", c0);\n"
         << "          load_v(" << at << " + x0 - " << o.m << " + K, c1);\n";
-      for (int j = 0; j < K; ++j) {
+      for (int j = 0; j < d.k; ++j) {
         const int e = o.m + j;
-        s << "          L" << i << "[" << j << "] = " << (e < K ? "c0[" : "c1[") << (e < K ? e : e - K) << "];\n";
+        s << "          L" << i << "[" << j << "] = " << (e < d.k ? "c0[" : "c1[") << (e < d.k ? e : e - d.k)
+          << "];\n";
       }
     } else if (o.mode == 2) {
       s << "          const T v = __ldg(" << at << ");\n"
@@ -317,28 +307,202 @@ std::string stencil_source(const stencil_desc& d) {
       << "        }\n";
   }
   s << "        T O[K];\n";
-  for (int j = 0; j < K; ++j)
+  for (int j = 0; j < d.k; ++j)
     s << "        O[" << j << "] = (T)"
       << expr_with(d.expr, [&](int i) { return "L" + std::to_string(i) + "[" + std::to_string(j) + "]"; }) << ";\n";
-  s << "        if (whole) store_v(out + ob + x0 + u * w[2], O);\n"
-    << "      }\n"
-    << "    }\n"
-    << "    if (edges) {\n"
-    << "      const long long j = threadIdx.x;\n"
-    << "      const long long tail = " << d.head << " + (inner - " << d.head << ") / K * K;\n"
-    << "      const long long e = j < K ? j : tail + (j - K);\n"
-    << "      if (j < K ? e < " << d.head << " : e < inner) {\n"
-    << "        for (int u = 0; u < count; ++u) {\n";
-  for (std::size_t i = 0; i < L; ++i)
-    s << "          const T E" << i << " = __ldg(q" << i << " + b" << i << " + u * w[" << op_word(i) + 2 << "] + e * w["
-      << op_word(i) + 1 << "]);\n";
-  s << "          out[ob + u * w[2] + e] = (T)" << expr_with(d.expr, [](int i) { return "E" + std::to_string(i); })
+  s << "        if (whole) store_v(out + ob + x0 + u * w[2]" << (march ? " + z * w[3]" : "") << ", O);\n";
+}
+
+// The elements before the first aligned output and after the last whole vector, one by one, by
+// the first 2K threads of the blocks at x = 0 (of plane z when marching).
+void emit_edges(std::ostringstream& s, const stencil_desc& d, const word_map& wm, bool march, const char* in) {
+  s << in << "if (edges) {\n"
+    << in << "  const long long j = threadIdx.x;\n"
+    << in << "  const long long tail = " << d.head << " + (inner - " << d.head << ") / K * K;\n"
+    << in << "  const long long e = j < K ? j : tail + (j - K);\n"
+    << in << "  if (e < inner && (j >= K || e < " << d.head << ")) {\n"
+    << in << "    for (int u = 0; u < count; ++u) {\n";
+  for (std::size_t i = 0; i < d.operands.size(); ++i)
+    s << in << "      const T E" << i << " = __ldg(q" << i << " + b" << i << " + u * " << wm.at(wm.op(i) + 2)
+      << (march ? " + z * " + wm.at(wm.op(i) + 3) : std::string()) << " + e * " << wm.at(wm.op(i) + 1) << ");\n";
+  s << in << "      out[ob + u * w[2]" << (march ? " + z * w[3]" : "") << " + e] = (T)"
+    << expr_with(d.expr, [](int i) { return "E" + std::to_string(i); }) << ";\n"
+    << in << "    }\n"
+    << in << "  }\n"
+    << in << "}\n";
+}
+
+// The kernel that takes U rows of one plane per thread (rank 2, or no member in another plane).
+void emit_tile_kernel(std::ostringstream& s, const stencil_desc& d, const word_map& wm) {
+  const int left = (d.left >> 3) & 7, right = (d.right >> 3) & 7;  // the members of dz = 0
+  s << "  const long long per_slice = (rows1 + U - 1) / U, tiles = per_slice * (total / (inner * rows1));\n"
+    << "  for (long long g = blockIdx.y; g < tiles; g += gridDim.y) {\n"
+    << "    const long long slice = g / per_slice, y0 = (g - slice * per_slice) * U;\n"
+    << "    const int count = rows1 - y0 < U ? (int)(rows1 - y0) : U;\n"
+    << "    long long idx[N];\n"
+    << "    idx[0] = 0;\n"
+    << "    idx[1] = y0;\n"
+    << "    { long long o = slice;\n"
+    << "      for (int k = 2; k < N; ++k) { const long long e = w[" << wm.ext
+    << " + k]; idx[k] = k + 1 < N ? o % e : o; o /= e; } }\n";
+  emit_bases(s, d, wm);
+  if (d.group) {
+    s << "    long long ao = x0;\n"
+      << "    for (int k = 1; k < N; ++k) ao += idx[k] * w[" << wm.anchor_st << " + k];\n"
+      << "    const T* const a = (const T*)p.w[" << wm.anchor << "] + ao;\n"
+      << "    const long long ar = w[" << wm.anchor_st + 1 << "];\n"
+      << "    T r[U + 2][K], lf[U + 2], rt[U + 2];\n"
+      << "#pragma unroll\n"
+      << "    for (int b = 0; b < U + 2; ++b) {\n"
+      << "      const int q = b - 1;\n"
+      << "#pragma unroll\n"
+      << "      for (int j = 0; j < K; ++j) r[b][j] = T(0);\n"
+      << "      lf[b] = T(0);\n"
+      << "      rt[b] = T(0);\n"
+      << "      if (whole && q >= " << d.lo << " && q <= count - 1 + " << d.hi << ") {\n"
+      << "        load_v(a + q * ar, r[b]);\n"
+      << "        bool needl = false, needr = false;\n"
+      << "#pragma unroll\n"
+      << "        for (int dd = -1; dd <= 1; ++dd) {\n"
+      << "          const bool used = q - dd >= 0 && q - dd < count;\n"
+      << "          needl = needl || (used && ((" << left << " >> (dd + 1)) & 1));\n"
+      << "          needr = needr || (used && ((" << right << " >> (dd + 1)) & 1));\n"
+      << "        }\n"
+      << "        if (needl && !prev_ok) lf[b] = __ldg(a + q * ar - 1);\n"
+      << "        if (needr && !next_ok) rt[b] = __ldg(a + q * ar + K);\n"
+      << "      }\n"
+      << "    }\n";
+    if (!d.emulate)
+      s << "#pragma unroll\n"
+        << "    for (int b = 0; b < U + 2; ++b) {\n"
+        << "      const T l = __shfl_up_sync(0xffffffffu, r[b][K - 1], 1), x = __shfl_down_sync(0xffffffffu, r[b][0], "
+           "1);\n"
+        << "      if (prev_ok) lf[b] = l;\n"
+        << "      if (next_ok) rt[b] = x;\n"
+        << "    }\n";
+  }
+  s << "#pragma unroll\n"
+    << "    for (int u = 0; u < U; ++u) {\n"
+    << "      if (u < count) {\n";
+  emit_row(s, d, wm, false);
+  s << "      }\n"
+    << "    }\n";
+  emit_edges(s, d, wm, false, "    ");
+  s << "  }\n";
+}
+
+// The kernel that marches along dim 2: a thread takes U rows of Z consecutive output planes and
+// keeps the anchor's rows of the planes z - 1, z and z + 1 in r[0], r[1] and r[2], moving them down
+// a slot per plane. Row q (-1 .. U) of plane z + dz is loaded when a member of that dz reads it for
+// one of the tile's rows and it was not loaded at an earlier plane (as row q of a greater dz), so
+// that each row is read from memory once per thread and only rows that members read are read.
+void emit_march_kernel(std::ostringstream& s, const stencil_desc& d, const word_map& wm) {
+  const int U = d.rows;
+  int rows_at[3] = {0, 0, 0};  // bit dy + 1: a member at that dy, per dz + 1
+  for (const auto& o : d.operands)
+    if (o.member) rows_at[o.dz + 1] |= 1 << (o.dy + 1);
+  // The least output row of the tile for which a member in `mask` (bit dy + 1) reads row q, as a
+  // condition on count ("false" when none: that row is never read).
+  const auto read_if = [&](int mask, int q) -> std::string {
+    int least = U;
+    for (int dy = -1; dy <= 1; ++dy)
+      if ((mask >> (dy + 1)) & 1 && q - dy >= 0 && q - dy < U) least = std::min(least, q - dy);
+    return least < U ? cat("count > ", least) : "false";
+  };
+  s << "  const long long planes = " << wm.at(wm.ext + 2) << ";\n"
+    << "  const long long per_slice = (rows1 + U - 1) / U, zch = (planes + " << d.planes << " - 1) / " << d.planes
     << ";\n"
-    << "        }\n"
+    << "  const long long tiles = per_slice * zch * (total / (inner * rows1 * planes));\n"
+    << "  for (long long g = blockIdx.y; g < tiles; g += gridDim.y) {\n"
+    << "    long long o = g / per_slice;\n"
+    << "    const long long y0 = (g - o * per_slice) * U;\n"
+    << "    const long long z0 = (o % zch) * " << d.planes << ", z1 = z0 + " << d.planes << " < planes ? z0 + "
+    << d.planes << " : planes;\n"
+    << "    o /= zch;\n"
+    << "    const int count = rows1 - y0 < U ? (int)(rows1 - y0) : U;\n"
+    << "    long long idx[N];\n"
+    << "    idx[0] = 0;\n"
+    << "    idx[1] = y0;\n"
+    << "    idx[2] = 0;\n"
+    << "    for (int k = 3; k < N; ++k) { const long long e = w[" << wm.ext
+    << " + k]; idx[k] = k + 1 < N ? o % e : o; o /= e; }\n";
+  emit_bases(s, d, wm);
+  s << "    long long ao = x0;\n"
+    << "    for (int k = 1; k < N; ++k) ao += idx[k] * w[" << wm.anchor_st << " + k];\n"
+    << "    const T* const a = (const T*)p.w[" << wm.anchor << "] + ao;\n"
+    << "    const long long ar = w[" << wm.anchor_st + 1 << "], ap = w[" << wm.anchor_st + 2 << "];\n"
+    << "    T r[3][U + 2][K], lf[3][U + 2], rt[3][U + 2];\n"
+    << "#pragma unroll\n"
+    << "    for (int c = 0; c < 3; ++c)\n"
+    << "#pragma unroll\n"
+    << "      for (int b = 0; b < U + 2; ++b) {\n"
+    << "        lf[c][b] = rt[c][b] = T(0);\n"
+    << "#pragma unroll\n"
+    << "        for (int j = 0; j < K; ++j) r[c][b][j] = T(0);\n"
     << "      }\n"
-    << "    }\n"
-    << "  }\n"
-    << "}\n";
+    << "    for (long long z = z0; z < z1; ++z) {\n"
+    << "#pragma unroll\n"
+    << "      for (int b = 0; b < U + 2; ++b)\n"
+    << "#pragma unroll\n"
+    << "        for (int j = 0; j < K; ++j) r[0][b][j] = r[1][b][j], r[1][b][j] = r[2][b][j];\n";
+  for (int dz = d.zhi; dz >= d.zlo; --dz)
+    for (int b = 0; b < U + 2; ++b) {
+      const int q = b - 1;
+      const std::string need = read_if(rows_at[dz + 1], q);
+      if (need == "false") continue;
+      std::string before;  // loaded at an earlier plane of this thread, as row q of dz2 > dz
+      for (int dz2 = dz + 1; dz2 <= d.zhi; ++dz2) {
+        const std::string n2 = read_if(rows_at[dz2 + 1], q);
+        if (n2 != "false")
+          before += cat(" && !(", n2, " && z - ", dz2 - dz, " >= z0)");
+      }
+      s << "      if (whole && " << need << before << ") load_v(a + (z + " << dz << ") * ap + " << q << " * ar, r["
+        << dz + 1 << "][" << b << "]);\n";
+    }
+  // The elements just before and after each chunk that a member reads: from the lanes beside, the
+  // warp's edge lanes (and every thread when emulated) from memory.
+  for (int side = 0; side < 2; ++side) {
+    const int mask = side == 0 ? d.left : d.right;
+    const char* reg = side == 0 ? "lf" : "rt";
+    for (int dz = d.zlo; dz <= d.zhi; ++dz)
+      for (int b = 0; b < U + 2; ++b) {
+        const std::string need = read_if((mask >> (3 * (dz + 1))) & 7, b - 1);
+        if (need == "false") continue;
+        const std::string slot = cat("[", dz + 1, "][", b, "]");
+        if (!d.emulate) {
+          if (side == 0)
+            s << "      { const T v = __shfl_up_sync(0xffffffffu, r" << slot << "[K - 1], 1); if (prev_ok) lf" << slot
+              << " = v; }\n";
+          else
+            s << "      { const T v = __shfl_down_sync(0xffffffffu, r" << slot << "[0], 1); if (next_ok) rt" << slot
+              << " = v; }\n";
+        }
+        s << "      if (whole && " << need << " && !" << (side == 0 ? "prev_ok" : "next_ok") << ") " << reg << slot
+          << " = __ldg(a + (z + " << dz << ") * ap + " << b - 1 << " * ar" << (side == 0 ? " - 1" : " + K")
+          << ");\n";
+      }
+  }
+  s << "#pragma unroll\n"
+    << "      for (int u = 0; u < U; ++u) {\n"
+    << "        if (u < count) {\n";
+  emit_row(s, d, wm, true);
+  s << "        }\n"
+    << "      }\n";
+  emit_edges(s, d, wm, true, "      ");
+  s << "    }\n"
+    << "  }\n";
+}
+}  // namespace
+
+std::string stencil_source(const stencil_desc& d) {
+  const word_map wm = words_of(d);
+  std::ostringstream s;
+  emit_head(s, d, wm);
+  if (d.march)
+    emit_march_kernel(s, d, wm);
+  else
+    emit_tile_kernel(s, d, wm);
+  s << "}\n";
   if (d.emulate)
     s << "extern \"C\" void tessera_stencil_host(const P* p, unsigned gx, unsigned gy) {\n"
       << "  gridDim = {gx, gy, 1};\n  blockDim = {128, 1, 1};\n"
@@ -346,6 +510,16 @@ std::string stencil_source(const stencil_desc& d) {
       << "      for (unsigned t = 0; t < 128; ++t) {\n"
       << "        blockIdx = {x, y, 0};\n        threadIdx = {t, 0, 0};\n        tessera_stencil(*p);\n      }\n}\n";
   return s.str();
+}
+
+void stencil_grid(const stencil_call& c, const stencil_desc& d, unsigned (&grid)[3]) {
+  const std::int64_t K = d.k, U = d.rows, rows = (c.ext[1] + U - 1) / U;
+  std::int64_t tiles = rows * (c.count / (c.ext[0] * c.ext[1]));
+  if (d.march) tiles = rows * ((c.ext[2] + d.planes - 1) / d.planes) * (c.count / (c.ext[0] * c.ext[1] * c.ext[2]));
+  // One block at least: its first threads write a row shorter than the head.
+  grid[0] = static_cast<unsigned>(std::max<std::int64_t>(1, (c.ext[0] - d.head + 128 * K - 1) / (128 * K)));
+  grid[1] = static_cast<unsigned>(std::min<std::int64_t>(tiles, 65535));
+  grid[2] = 1;
 }
 
 namespace {
@@ -356,10 +530,10 @@ std::string key_of(const stencil_desc& d) {
   for (const auto& t : d.scalar_types) k += t + ",";
   k += "|";
   for (const auto& o : d.operands)
-    k += std::to_string(o.member) + ":" + std::to_string(o.dy) + ":" + std::to_string(o.s) + ":" +
-         std::to_string(o.mode) + ":" + std::to_string(o.m) + ",";
-  k += "|" + std::to_string(d.lo) + "|" + std::to_string(d.hi) + "|" + std::to_string(d.left_dy) + "|" +
-       std::to_string(d.right_dy) + "|" + (d.group ? "g" : "") + (d.emulate ? "e" : "");
+    k += std::to_string(o.member) + ":" + std::to_string(o.dy) + ":" + std::to_string(o.dz) + ":" +
+         std::to_string(o.s) + ":" + std::to_string(o.mode) + ":" + std::to_string(o.m) + ",";
+  for (int v : {d.lo, d.hi, d.zlo, d.zhi, d.left, d.right, d.march ? d.planes : 0}) k += cat("|", v);
+  k += std::string("|") + (d.group ? "g" : "") + (d.emulate ? "e" : "");
   return k;
 }
 // One program per description, kept for the process (a handful per program: one per expression
@@ -376,21 +550,25 @@ program& stencil_program(const stencil_desc& d) {
 }  // namespace
 
 bool run_stencil(const stencil_call& c, int device, int shard) {
-  static const int rows = [] {
-    const char* v = std::getenv("TESSERA_JIT_STENCIL_ROWS");
-    const int r = v ? std::atoi(v) : 4;
-    return r >= 1 && r <= 16 ? r : 4;
-  }();
+  // TESSERA_JIT_STENCIL_ROWS and _PLANES (stencil.hpp); 0: the defaults.
+  static const auto setting = [](const char* name, int most) {
+    const char* v = std::getenv(name);
+    const int r = v ? std::atoi(v) : 0;
+    return r >= 1 && r <= most ? r : 0;
+  };
+  static const int rows_set = setting("TESSERA_JIT_STENCIL_ROWS", 16), planes_set = setting("TESSERA_JIT_STENCIL_PLANES", 4096);
+  if (c.count == 0) return false;
   const tile_plan pl = make_tile_plan(c);
   if (!pl.valid) return false;
+  const bool march = pl.zlo < 0 || pl.zhi > 0;
+  const int rows = rows_set ? rows_set : march ? 4 : 8;
   std::vector<std::uint64_t> words;
-  const stencil_desc d = describe_stencil(c, pl, rows, words);
-  const std::int64_t K = d.k, tiles = (c.ext[1] + rows - 1) / rows * (c.count / (c.ext[0] * c.ext[1]));
-  const std::int64_t x = (c.ext[0] - pl.head + 128 * K - 1) / (128 * K);
+  const stencil_desc d = describe_stencil(c, pl, rows, words, planes_set ? planes_set : 32);
   void* kernel = stencil_program(d).gpu_function(device);
   void* args[] = {words.data()};
-  const unsigned grid[3] = {static_cast<unsigned>(x), static_cast<unsigned>(tiles < 65535 ? tiles : 65535), 1},
-                 block[3] = {128, 1, 1};
+  unsigned grid[3];
+  stencil_grid(c, d, grid);
+  const unsigned block[3] = {128, 1, 1};
   launch(kernel, device, shard, grid, block, 0, args, "tessera_stencil");
   return true;
 }

@@ -44,18 +44,21 @@ struct tile_plan {
   int members = 0;
   int head = 0;                    // elements before a row's first 16-byte aligned output
   int lo = 0, hi = 0;              // the members' least and greatest dy: rows lo .. U - 1 + hi are loaded
-  int left_dy = 0;                 // bit dy + 1: a member of that dy has s = -1 (reads the element before a chunk)
-  int right_dy = 0;                // bit dy + 1: a member of that dy has s = 1 (the element after)
-  std::vector<int> member, dy, s;  // per operand; dy and s: -1, 0 or 1
+  int zlo = 0, zhi = 0;            // and dz (planes along dim 2; both 0 in a plan of rank 2)
+  int left = 0;                    // bit 3 (dz + 1) + dy + 1: a member there has s = -1 (reads the element before a chunk)
+  int right = 0;                   // the same for s = 1 (the element after)
+  std::vector<int> member, dy, dz, s;  // per operand; dy, dz and s: -1, 0 or 1
   std::uintptr_t anchor = 0;       // address of the anchor's element (0, ..., 0), may lie outside it
   std::vector<std::int64_t> st;    // the anchor's strides, in elements
 };
 // The plan of a shard (K elements per 16-byte chunk): a member has unit stride along dim 0 and
 // exactly the anchor's strides, whose dims 1.. are multiples of K, so that every row of a thread
-// keeps one alignment; the output's dims 1.. too. Every member element the kernel reads is an
+// keeps one alignment; the output's dims 1.. too. A member lies dy rows (dim 1), dz planes (dim 2,
+// rank 3 and more) and s elements from the anchor. Every member element the kernel reads is an
 // element of that member, and every chunk it loads lies between two of them (rows lo .. count - 1
-// + hi, the member of least dy giving the first, the one of greatest dy the last), so no byte
-// outside an allocation is read.
+// + hi, the member of least dy giving the first, the one of greatest dy the last; the marching
+// kernel loads a row of a plane only for a member that reads it), so no byte outside an
+// allocation is read.
 tile_plan make_tile_plan(const stencil_call& c);
 
 struct stencil_desc {
@@ -70,15 +73,20 @@ struct stencil_desc {
   std::string expr;
   std::vector<std::string> scalar_types;  // float, double, int or long long
   struct operand {
-    int member = 0;  // 1: served from the anchor's rows, with dy and s
-    int dy = 0, s = 0;
+    int member = 0;  // 1: served from the anchor's rows, with dy, dz and s
+    int dy = 0, dz = 0, s = 0;
     // Otherwise: 0 a 16-byte chunk at the output's alignment, 1 two chunks shifted by m, 2 one
     // element broadcast along dim 0, 3 K elements one by one (rows of other alignments).
     int mode = 3, m = 0;
   };
   std::vector<operand> operands;
-  int lo = 0, hi = 0, left_dy = 0, right_dy = 0;  // as in tile_plan
-  bool group = false;                             // some operand is a member
+  int lo = 0, hi = 0, zlo = 0, zhi = 0, left = 0, right = 0;  // as in tile_plan
+  bool group = false;                                         // some operand is a member
+  // Some member lies in another plane (zlo < 0 or zhi > 0): the kernel marches along dim 2, `planes`
+  // output planes per thread, keeping the anchor's rows of the planes z - 1, z and z + 1 in
+  // registers (3-D stencils; otherwise each thread takes `rows` rows of one plane).
+  bool march = false;
+  int planes = 32;
   // For tests: a host translation unit instead (extern "C" tessera_stencil_host(const P*, grid x,
   // grid y) runs every thread of the grid in turn, reading the elements beside a chunk from memory
   // rather than from the lanes beside it), so that the kernel's indexing, rows, members and edges
@@ -95,13 +103,19 @@ inline std::size_t stencil_words(const stencil_desc& d) {
   return static_cast<std::size_t>(3 + 3 * d.n) + d.operands.size() * static_cast<std::size_t>(1 + d.n) +
          d.scalar_types.size();
 }
-// The description and parameter words of the kernel of `c` with plan `pl` (rows: rows per thread).
-stencil_desc describe_stencil(const stencil_call& c, const tile_plan& pl, int rows, std::vector<std::uint64_t>& words);
+// The description and parameter words of the kernel of `c` with plan `pl` (rows: rows per thread;
+// planes: output planes per thread of a marching kernel).
+stencil_desc describe_stencil(const stencil_call& c, const tile_plan& pl, int rows, std::vector<std::uint64_t>& words,
+                              int planes = 32);
+// The kernel's grid for `c` (blocks of 128 threads): chunks of 128 K elements along dim 0, then row
+// tiles (of planes chunks when it marches) up to 65535, which the kernel strides over.
+void stencil_grid(const stencil_call& c, const stencil_desc& d, unsigned (&grid)[3]);
 // Runs the shard through its generated kernel on the device's stream when it has a plan, and
 // returns whether it did. The kernel is generated and compiled on first use and kept by a short
 // key of its description (the source is written only then; the compiled code is also cached on
-// disk, rtc.cpp). Rows per thread: TESSERA_JIT_STENCIL_ROWS (1 to 16, default 4: the hand-written
-// Jacobi reached 0.925x memcpy with 2, 0.974x with 4 to 16).
+// disk, rtc.cpp). Rows per thread: TESSERA_JIT_STENCIL_ROWS (1 to 16; default 8 for a plane's kernel:
+// Jacobi 16384^2 float on an H200 reached 0.887x memcpy with 2, 0.960x with 4, 0.971x with 8; 4 for
+// a marching one); planes per thread: TESSERA_JIT_STENCIL_PLANES (1 to 4096, default 32).
 bool run_stencil(const stencil_call& c, int device, int shard);
 // Compiles `code` for compute capability `arch` without a GPU (tests): throws compile_error.
 void compile_stencil(const std::string& code, int arch);
