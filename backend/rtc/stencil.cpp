@@ -279,8 +279,8 @@ void emit_row(std::ostringstream& s, const stencil_desc& d, const word_map& wm, 
       continue;
     }
     const std::string st0 = wm.at(wm.op(i) + 1), st1 = wm.at(wm.op(i) + 2);
-    const std::string at = "q" + std::to_string(i) + " + b" + std::to_string(i) + " + u * " + st1 +
-                           (march ? " + z * " + wm.at(wm.op(i) + 3) : std::string());
+    // Marching: a pointer per operand to its element x = 0 of the tile's first row in plane z.
+    const std::string at = march ? cat("zp", i, " + u * ", st1) : cat("q", i, " + b", i, " + u * ", st1);
     s << "        if (whole) {\n";
     if (o.mode == 0) {
       s << "          load_v(" << at << " + x0, L" << i << ");\n";
@@ -310,7 +310,7 @@ void emit_row(std::ostringstream& s, const stencil_desc& d, const word_map& wm, 
   for (int j = 0; j < d.k; ++j)
     s << "        O[" << j << "] = (T)"
       << expr_with(d.expr, [&](int i) { return "L" + std::to_string(i) + "[" + std::to_string(j) + "]"; }) << ";\n";
-  s << "        if (whole) store_v(out + ob + x0 + u * w[2]" << (march ? " + z * w[3]" : "") << ", O);\n";
+  s << "        if (whole) store_v(" << (march ? "oz" : "out + ob") << " + x0 + u * w[2], O);\n";
 }
 
 // The elements before the first aligned output and after the last whole vector, one by one, by
@@ -322,10 +322,17 @@ void emit_edges(std::ostringstream& s, const stencil_desc& d, const word_map& wm
     << in << "  const long long e = j < K ? j : tail + (j - K);\n"
     << in << "  if (e < inner && (j >= K || e < " << d.head << ")) {\n"
     << in << "    for (int u = 0; u < count; ++u) {\n";
-  for (std::size_t i = 0; i < d.operands.size(); ++i)
-    s << in << "      const T E" << i << " = __ldg(q" << i << " + b" << i << " + u * " << wm.at(wm.op(i) + 2)
-      << (march ? " + z * " + wm.at(wm.op(i) + 3) : std::string()) << " + e * " << wm.at(wm.op(i) + 1) << ");\n";
-  s << in << "      out[ob + u * w[2]" << (march ? " + z * w[3]" : "") << " + e] = (T)"
+  // Marching, the operands' offsets are not kept in registers through the planes: written here.
+  for (std::size_t i = 0; i < d.operands.size(); ++i) {
+    s << in << "      const T E" << i << " = __ldg(";
+    if (march)
+      s << "(const T*)p.w[" << wm.op(i) << "] + y0 * " << wm.at(wm.op(i) + 2) << " + rest" << i << " + z * "
+        << wm.at(wm.op(i) + 3);
+    else
+      s << "q" << i << " + b" << i;
+    s << " + u * " << wm.at(wm.op(i) + 2) << " + e * " << wm.at(wm.op(i) + 1) << ");\n";
+  }
+  s << in << "      " << (march ? "oz[" : "out[ob + ") << "u * w[2] + e] = (T)"
     << expr_with(d.expr, [](int i) { return "E" + std::to_string(i); }) << ";\n"
     << in << "    }\n"
     << in << "  }\n"
@@ -426,11 +433,22 @@ void emit_march_kernel(std::ostringstream& s, const stencil_desc& d, const word_
     << "    idx[2] = 0;\n"
     << "    for (int k = 3; k < N; ++k) { const long long e = w[" << wm.ext
     << " + k]; idx[k] = k + 1 < N ? o % e : o; o /= e; }\n";
-  emit_bases(s, d, wm);
-  s << "    long long ao = x0;\n"
-    << "    for (int k = 1; k < N; ++k) ao += idx[k] * w[" << wm.anchor_st << " + k];\n"
-    << "    const T* const a = (const T*)p.w[" << wm.anchor << "] + ao;\n"
+  // Offsets along dims 3.. (rest<i>, for the edges); running pointers to plane z of the output
+  // (oz: at x = 0), the anchor (a: at the thread's chunk) and each other operand (zp<i>).
+  s << "    long long ob = 0, ao = x0;\n"
+    << "    for (int k = 3; k < N; ++k) ob += idx[k] * w[1 + k];\n"
+    << "    for (int k = 3; k < N; ++k) ao += idx[k] * w[" << wm.anchor_st << " + k];\n"
     << "    const long long ar = w[" << wm.anchor_st + 1 << "], ap = w[" << wm.anchor_st + 2 << "];\n"
+    << "    T* oz = out + ob + y0 * w[2] + z0 * w[3];\n"
+    << "    const T* a = (const T*)p.w[" << wm.anchor << "] + ao + y0 * ar + z0 * ap;\n";
+  for (std::size_t i = 0; i < d.operands.size(); ++i) {
+    s << "    long long rest" << i << " = 0;\n"
+      << "    for (int k = 3; k < N; ++k) rest" << i << " += idx[k] * w[" << wm.op(i) + 1 << " + k];\n";
+    if (!d.operands[i].member)
+      s << "    const T* zp" << i << " = (const T*)p.w[" << wm.op(i) << "] + rest" << i << " + y0 * "
+        << wm.at(wm.op(i) + 2) << " + z0 * " << wm.at(wm.op(i) + 3) << ";\n";
+  }
+  s << ""
     << "    T r[3][U + 2][K], lf[3][U + 2], rt[3][U + 2];\n"
     << "#pragma unroll\n"
     << "    for (int c = 0; c < 3; ++c)\n"
@@ -456,7 +474,7 @@ void emit_march_kernel(std::ostringstream& s, const stencil_desc& d, const word_
         if (n2 != "false")
           before += cat(" && !(", n2, " && z - ", dz2 - dz, " >= z0)");
       }
-      s << "      if (whole && " << need << before << ") load_v(a + (z + " << dz << ") * ap + " << q << " * ar, r["
+      s << "      if (whole && " << need << before << ") load_v(a + " << dz << " * ap + " << q << " * ar, r["
         << dz + 1 << "][" << b << "]);\n";
     }
   // The elements just before and after each chunk that a member reads: from the lanes beside, the
@@ -478,7 +496,7 @@ void emit_march_kernel(std::ostringstream& s, const stencil_desc& d, const word_
               << " = v; }\n";
         }
         s << "      if (whole && " << need << " && !" << (side == 0 ? "prev_ok" : "next_ok") << ") " << reg << slot
-          << " = __ldg(a + (z + " << dz << ") * ap + " << b - 1 << " * ar" << (side == 0 ? " - 1" : " + K")
+          << " = __ldg(a + " << dz << " * ap + " << b - 1 << " * ar" << (side == 0 ? " - 1" : " + K")
           << ");\n";
       }
   }
@@ -489,6 +507,10 @@ void emit_march_kernel(std::ostringstream& s, const stencil_desc& d, const word_
   s << "        }\n"
     << "      }\n";
   emit_edges(s, d, wm, true, "      ");
+  s << "      a += ap;\n"
+    << "      oz += w[3];\n";
+  for (std::size_t i = 0; i < d.operands.size(); ++i)
+    if (!d.operands[i].member) s << "      zp" << i << " += " << wm.at(wm.op(i) + 3) << ";\n";
   s << "    }\n"
     << "  }\n";
 }
