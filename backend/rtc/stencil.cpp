@@ -239,12 +239,15 @@ void emit_head(std::ostringstream& s, const stencil_desc& d, const word_map& wm)
   for (std::size_t i = 0; i < d.scalar_types.size(); ++i)
     s << "  const " << d.scalar_types[i] << " S" << i << " = " << scalar_read(d.scalar_types[i], wm.first_scalar + i)
       << ";\n";
-  s << "  const long long x0 = " << d.head << " + ((long long)blockIdx.x * blockDim.x + threadIdx.x) * K;\n"
+  // A marching block is 4 warps of rows (warp w takes rows w U .. w U + U - 1 of the block's tile),
+  // each warp 32 chunks along dim 0; a plane's block is 128 chunks of the same rows.
+  s << "  const int lane = threadIdx.x & 31;\n"
+    << "  const long long x0 = " << d.head << " + ((long long)blockIdx.x * " << (d.march ? "32 + lane" : "blockDim.x + threadIdx.x")
+    << ") * K;\n"
     << "  const bool whole = x0 + K <= inner;\n"
-    << "  const int lane = threadIdx.x & 31;\n"
     << (d.emulate ? "  const bool prev_ok = false, next_ok = false;\n  (void)lane;\n"
                   : "  const bool prev_ok = lane != 0, next_ok = lane != 31 && x0 + 2 * K <= inner;\n")
-    << "  const bool edges = blockIdx.x == 0 && threadIdx.x < 2 * K;\n";
+    << "  const bool edges = blockIdx.x == 0 && " << (d.march ? "lane" : "threadIdx.x") << " < 2 * K;\n";
 }
 
 // Every operand's offset at x = 0 of the tile's first row (plane 0 when marching), the output's too.
@@ -317,7 +320,7 @@ void emit_row(std::ostringstream& s, const stencil_desc& d, const word_map& wm, 
 // the first 2K threads of the blocks at x = 0 (of plane z when marching).
 void emit_edges(std::ostringstream& s, const stencil_desc& d, const word_map& wm, bool march, const char* in) {
   s << in << "if (edges) {\n"
-    << in << "  const long long j = threadIdx.x;\n"
+    << in << "  const long long j = " << (march ? "lane" : "threadIdx.x") << ";\n"
     << in << "  const long long tail = " << d.head << " + (inner - " << d.head << ") / K * K;\n"
     << in << "  const long long e = j < K ? j : tail + (j - K);\n"
     << in << "  if (e < inner && (j >= K || e < " << d.head << ")) {\n"
@@ -417,16 +420,16 @@ void emit_march_kernel(std::ostringstream& s, const stencil_desc& d, const word_
     return least < U ? cat("count > ", least) : "false";
   };
   s << "  const long long planes = " << wm.at(wm.ext + 2) << ";\n"
-    << "  const long long per_slice = (rows1 + U - 1) / U, zch = (planes + " << d.planes << " - 1) / " << d.planes
+    << "  const long long per_slice = (rows1 + 4 * U - 1) / (4 * U), zch = (planes + " << d.planes << " - 1) / " << d.planes
     << ";\n"
     << "  const long long tiles = per_slice * zch * (total / (inner * rows1 * planes));\n"
     << "  for (long long g = blockIdx.y; g < tiles; g += gridDim.y) {\n"
     << "    long long o = g / per_slice;\n"
-    << "    const long long y0 = (g - o * per_slice) * U;\n"
+    << "    const long long y0 = (g - o * per_slice) * 4 * U + (threadIdx.x >> 5) * U;\n"
     << "    const long long z0 = (o % zch) * " << d.planes << ", z1 = z0 + " << d.planes << " < planes ? z0 + "
     << d.planes << " : planes;\n"
     << "    o /= zch;\n"
-    << "    const int count = rows1 - y0 < U ? (int)(rows1 - y0) : U;\n"
+    << "    const int count = rows1 - y0 < U ? (rows1 > y0 ? (int)(rows1 - y0) : 0) : U;\n"
     << "    long long idx[N];\n"
     << "    idx[0] = 0;\n"
     << "    idx[1] = y0;\n"
@@ -535,11 +538,13 @@ std::string stencil_source(const stencil_desc& d) {
 }
 
 void stencil_grid(const stencil_call& c, const stencil_desc& d, unsigned (&grid)[3]) {
-  const std::int64_t K = d.k, U = d.rows, rows = (c.ext[1] + U - 1) / U;
+  // A marching block: 4 warps of U rows, 32 chunks along dim 0 (emit_head).
+  const std::int64_t K = d.k, U = d.march ? 4 * d.rows : d.rows, rows = (c.ext[1] + U - 1) / U,
+                     x = d.march ? 32 * K : 128 * K;
   std::int64_t tiles = rows * (c.count / (c.ext[0] * c.ext[1]));
   if (d.march) tiles = rows * ((c.ext[2] + d.planes - 1) / d.planes) * (c.count / (c.ext[0] * c.ext[1] * c.ext[2]));
   // One block at least: its first threads write a row shorter than the head.
-  grid[0] = static_cast<unsigned>(std::max<std::int64_t>(1, (c.ext[0] - d.head + 128 * K - 1) / (128 * K)));
+  grid[0] = static_cast<unsigned>(std::max<std::int64_t>(1, (c.ext[0] - d.head + x - 1) / x));
   grid[1] = static_cast<unsigned>(std::min<std::int64_t>(tiles, 65535));
   grid[2] = 1;
 }
@@ -583,9 +588,9 @@ bool run_stencil(const stencil_call& c, int device, int shard) {
   const tile_plan pl = make_tile_plan(c);
   if (!pl.valid) return false;
   const bool march = pl.zlo < 0 || pl.zhi > 0;
-  const int rows = rows_set ? rows_set : march ? 4 : 8;
+  const int rows = rows_set ? rows_set : march ? 1 : 8;
   std::vector<std::uint64_t> words;
-  const stencil_desc d = describe_stencil(c, pl, rows, words, planes_set ? planes_set : 32);
+  const stencil_desc d = describe_stencil(c, pl, rows, words, planes_set ? planes_set : 16);
   void* kernel = stencil_program(d).gpu_function(device);
   void* args[] = {words.data()};
   unsigned grid[3];
