@@ -590,7 +590,7 @@ bool run_stencil(const stencil_call& c, int device, int shard) {
   const bool march = pl.zlo < 0 || pl.zhi > 0;
   const int rows = rows_set ? rows_set : march ? 1 : 8;
   std::vector<std::uint64_t> words;
-  const stencil_desc d = describe_stencil(c, pl, rows, words, planes_set ? planes_set : 16);
+  const stencil_desc d = describe_stencil(c, pl, rows, words, planes_set ? planes_set : 8);
   void* kernel = stencil_program(d).gpu_function(device);
   void* args[] = {words.data()};
   unsigned grid[3];
