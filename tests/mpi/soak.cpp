@@ -95,12 +95,8 @@ usage measure_once(const DeviceSet& local_gpus) {
 }
 
 // The least of `samples` measurements 20 ms apart (each after a synchronize and a reclaim), per
-// GPU and for threads; RSS and descriptors from the last. A GPU's used memory (all of it, as the
-// driver counts it) moved up and down by up to 126 MiB between cycles on 4 H200s (--trace 1: a rank
-// 124 MiB up after its first cycle and 60 MiB below its start at the end; 300, 1,500 and 10,000
-// cycles ending 2 to 112 MiB apart, not in proportion to the cycles), pages of unified memory and
-// the libraries' transient buffers among it, so one reading at each end failed the 1% check by
-// chance. A leak stays in every sample; a transient does not.
+// GPU and for threads; RSS and descriptors from the last: what a moment's buffers or threads add
+// does not count, a leak stays in every sample.
 usage measure(const DeviceSet& local_gpus, int samples = 10) {
   usage least = measure_once(local_gpus);
   for (int k = 1; k < samples; ++k) {
@@ -242,8 +238,20 @@ int main(int argc, char** argv) {
     // threads): only what grows after it counts.
     const long long warm = std::min<long long>(1000, cycles / 4 + 1);
     s.warm_up();
-    for (long long i = 0; i < warm; ++i) s.cycle();
-    const usage start = measure(local_gpus);
+    // The start: the highest of 10 readings through the warm-up's cycles (each the least of 10,
+    // measure()). On 4 H200s a rank's used memory sat at one of two levels 68 MiB apart, and its
+    // threads at 9 or 10, whichever the last cycles left (likely NCCL's job thread of a non-blocking
+    // communicator lives until the next call joins it), after 10,000 cycles as after 30,000: a
+    // state the cycles come back to, which a leak is not. The end must not pass the highest.
+    usage start = measure(local_gpus);
+    for (long long i = 0; i < warm; ++i) {
+      s.cycle();
+      if ((i + 1) % (warm / 10 + 1) != 0) continue;
+      const usage u = measure(local_gpus);
+      for (std::size_t g = 0; g < u.gpu_used.size(); ++g) start.gpu_used[g] = std::max(start.gpu_used[g], u.gpu_used[g]);
+      if (u.threads > start.threads) start.threads = u.threads, start.thread_names = u.thread_names;
+      start.rss_kib = u.rss_kib, start.fds = std::max(start.fds, u.fds);
+    }
     const auto t0 = std::chrono::steady_clock::now();
     // --trace 1: measure after every cycle (slower: a synchronize and a reclaim each) and name each
     // cycle after which this rank's GPU memory (by more than 1 MiB) or threads passed their highest
