@@ -484,6 +484,64 @@ TEST_CASE("stencils: the generated kernel, run on the host against loops") {
   }
 }
 
+TEST_CASE("stencils: a launch's description comes from the recent calls of its shape") {
+  // Jacobi's views of u into v, n x n float, the output `o` elements into its row.
+  using L2 = LeafEval<float, 2>;
+  const auto jacobi = [](float* u, float* v, index_t n, index_t o) {
+    const auto at = [&](float* a, index_t i, index_t j) { return a + i + n * j; };
+    return std::pair{OutEval<float, 2>{at(v, o, 1), {1, n}},
+                     mul(ScalarEval<float>{0.25f}, node(L2{at(u, 0, 1), {1, n}}, L2{at(u, 2, 1), {1, n}},
+                                                        L2{at(u, 1, 0), {1, n}}, L2{at(u, 1, 2), {1, n}}))};
+  };
+  using E = decltype(jacobi(nullptr, nullptr, 0, 0).second);
+  // The words a fresh plan and description give, to compare with the recent call's.
+  const auto fresh = [](const detail::rtc::stencil_call& c, const detail::rtc::stencil_desc& d) {
+    std::vector<std::uint64_t> w;
+    const auto f = detail::rtc::describe_stencil(c, detail::rtc::make_tile_plan(c), d.rows, w, d.planes);
+    CHECK(f.head == d.head);
+    return w;
+  };
+  alignas(16) static float u1[80 * 80], v1[80 * 80], u2[80 * 80], v2[80 * 80];
+  const detail::Extents<2> box{60, 60};
+  std::vector<std::uint64_t> w1, w2;
+  const auto [o1, e1] = jacobi(u1, v1, 64, 1);
+  const flat_shard<float, 2, E> f1(o1, e1, box, 3600);
+  const auto* d1 = detail::rtc::prepare_stencil(f1.call, w1);
+  REQUIRE(d1 != nullptr);
+  CHECK(w1 == fresh(f1.call, *d1));
+  // Other arrays, the same shape: the same description, the new addresses.
+  const auto [o2, e2] = jacobi(u2, v2, 64, 1);
+  const flat_shard<float, 2, E> f2(o2, e2, box, 3600);
+  CHECK(detail::rtc::prepare_stencil(f2.call, w2) == d1);
+  CHECK(w2 == fresh(f2.call, *d1));
+  CHECK(w2 != w1);
+  // The output an element over: another head, another description.
+  const auto [o3, e3] = jacobi(u1, v1, 64, 2);
+  const flat_shard<float, 2, E> f3(o3, e3, box, 3600);
+  const auto* d3 = detail::rtc::prepare_stencil(f3.call, w2);
+  REQUIRE(d3 != nullptr);
+  CHECK(d3 != d1);
+  CHECK(d3->head != d1->head);
+  CHECK(w2 == fresh(f3.call, *d3));
+  // No plan, twice (the second from the recent calls).
+  const auto lone = node(L2{u1 + 1, {1, 64}}, L2{u2 + 1, {1, 64}});
+  const flat_shard<float, 2, std::decay_t<decltype(lone)>> f4(o1, lone, box, 3600);
+  CHECK(detail::rtc::prepare_stencil(f4.call, w2) == nullptr);
+  CHECK(detail::rtc::prepare_stencil(f4.call, w2) == nullptr);
+  // Nine other row lengths push the first shape out; it is described again, as before.
+  for (index_t n = 68; n <= 68 + 8 * 4; n += 4) {
+    const auto [o, e] = jacobi(u2, v2, n, 1);
+    const flat_shard<float, 2, E> f(o, e, box, 3600);
+    const auto* d = detail::rtc::prepare_stencil(f.call, w2);
+    REQUIRE(d != nullptr);
+    CHECK(w2 == fresh(f.call, *d));
+  }
+  const auto* again = detail::rtc::prepare_stencil(f1.call, w2);
+  REQUIRE(again != nullptr);
+  CHECK(w2 == w1);
+  CHECK(again->head == 3);
+}
+
 TEST_CASE("stencils: 3-D 7-point diffusion against loops") {
   for (const auto& ds : device_sets()) {
     for (const auto& [n, ny] : {std::pair<index_t, index_t>{3, 5}, {130, 5}, {133, 5}, {133, 37}, {136, 6}}) {

@@ -13,6 +13,7 @@
 #include <backend/rtc/stencil.hpp>
 
 #include <algorithm>
+#include <charconv>
 #include <cstdlib>
 #include <map>
 #include <memory>
@@ -140,6 +141,28 @@ tile_plan make_tile_plan(const stencil_call& c) {
   return pl;
 }
 
+namespace {
+// The kernel's parameter words for `c` (stencil_words' order) with the anchor at `anchor` and its
+// strides (nullptr: no plan, zeros).
+void fill_words(const stencil_call& c, std::uintptr_t anchor, const std::int64_t* anchor_st,
+                std::vector<std::uint64_t>& words) {
+  const int N = c.n;
+  auto word = [](std::int64_t v) { return static_cast<std::uint64_t>(v); };
+  words.clear();
+  words.push_back(c.out);
+  for (int k = 0; k < N; ++k) words.push_back(word(c.out_st[k]));
+  for (int k = 0; k < N; ++k) words.push_back(word(c.ext[k]));
+  words.push_back(word(c.count));
+  words.push_back(anchor);
+  for (int k = 0; k < N; ++k) words.push_back(word(anchor_st ? anchor_st[k] : 0));
+  for (std::size_t i = 0; i < c.operands; ++i) {
+    words.push_back(c.op[i]);
+    for (int k = 0; k < N; ++k) words.push_back(word(c.op_st[static_cast<std::ptrdiff_t>(i) * N + k]));
+  }
+  words.insert(words.end(), c.scalar_bits.begin(), c.scalar_bits.end());
+}
+}  // namespace
+
 stencil_desc describe_stencil(const stencil_call& c, const tile_plan& pl, int rows, std::vector<std::uint64_t>& words,
                               int planes) {
   const int N = c.n, K = 16 / c.elem;
@@ -158,14 +181,6 @@ stencil_desc describe_stencil(const stencil_call& c, const tile_plan& pl, int ro
   if (pl.valid) d.zlo = pl.zlo, d.zhi = pl.zhi;
   d.march = pl.valid && (d.zlo < 0 || d.zhi > 0);
   d.planes = planes;
-  auto word = [](std::int64_t v) { return static_cast<std::uint64_t>(v); };
-  words.clear();
-  words.push_back(c.out);
-  for (int k = 0; k < N; ++k) words.push_back(word(c.out_st[k]));
-  for (int k = 0; k < N; ++k) words.push_back(word(c.ext[k]));
-  words.push_back(word(c.count));
-  words.push_back(pl.anchor);
-  for (int k = 0; k < N; ++k) words.push_back(word(pl.valid ? pl.st[static_cast<std::size_t>(k)] : 0));
   for (std::size_t i = 0; i < L; ++i) {
     const std::int64_t* st = c.op_st + static_cast<std::ptrdiff_t>(i) * N;
     auto& o = d.operands[i];
@@ -182,10 +197,8 @@ stencil_desc describe_stencil(const stencil_call& c, const tile_plan& pl, int ro
         o.mode = o.m == 0 ? 0 : 1;
       }
     }
-    words.push_back(c.op[i]);
-    for (int k = 0; k < N; ++k) words.push_back(word(st[k]));
   }
-  words.insert(words.end(), c.scalar_bits.begin(), c.scalar_bits.end());
+  fill_words(c, pl.anchor, pl.valid ? pl.st.data() : nullptr, words);
   return d;
 }
 
@@ -552,15 +565,27 @@ void stencil_grid(const stencil_call& c, const stencil_desc& d, unsigned (&grid)
 namespace {
 // What makes two descriptions generate the same source.
 std::string key_of(const stencil_desc& d) {
-  std::string k = d.type + "|" + std::to_string(d.k) + "|" + std::to_string(d.rows) + "|" + std::to_string(d.n) + "|" +
-                  std::to_string(d.head) + "|" + d.expr + "|";
-  for (const auto& t : d.scalar_types) k += t + ",";
-  k += "|";
+  // Built in one allocation: it is made on every launch (a few hundred nanoseconds).
+  std::string k;
+  k.reserve(96 + d.expr.size() + 24 * d.operands.size());
+  const auto put = [&](int v) {
+    char b[16];
+    k.append(b, std::to_chars(b, b + sizeof b, v).ptr);
+    k += '|';
+  };
+  k += d.type;
+  k += '|';
+  k += d.expr;
+  k += '|';
+  for (const auto& t : d.scalar_types) {
+    k += t;
+    k += ',';
+  }
+  for (int v : {d.k, d.rows, d.n, d.head, d.lo, d.hi, d.zlo, d.zhi, d.left, d.right, d.march ? d.planes : 0,
+                int(d.group), int(d.march), int(d.emulate)})
+    put(v);
   for (const auto& o : d.operands)
-    k += std::to_string(o.member) + ":" + std::to_string(o.dy) + ":" + std::to_string(o.dz) + ":" +
-         std::to_string(o.s) + ":" + std::to_string(o.mode) + ":" + std::to_string(o.m) + ",";
-  for (int v : {d.lo, d.hi, d.zlo, d.zhi, d.left, d.right, d.march ? d.planes : 0}) k += cat("|", v);
-  k += std::string("|") + (d.group ? "g" : "") + (d.emulate ? "e" : "");
+    for (int v : {o.member, o.dy, o.dz, o.s, o.mode, o.m}) put(v);
   return k;
 }
 // One program per description, kept for the process (a handful per program: one per expression
@@ -576,25 +601,98 @@ program& stencil_program(const stencil_desc& d) {
 }
 }  // namespace
 
-bool run_stencil(const stencil_call& c, int device, int shard) {
+namespace {
+// What a call's plan and description depend on, apart from the expression: the element size, the
+// rank, the strides, the addresses modulo 16 bytes and the operands' distances from the first
+// (not the extents, nor where the arrays lie).
+void signature_of(const stencil_call& c, std::vector<std::int64_t>& sig) {
+  sig.clear();
+  sig.push_back(c.elem);
+  sig.push_back(c.n);
+  sig.push_back(static_cast<std::int64_t>(c.out % 16));
+  sig.insert(sig.end(), c.out_st, c.out_st + c.n);
+  sig.push_back(c.operands ? static_cast<std::int64_t>(c.op[0] % 16) : 0);
+  for (std::size_t i = 0; i < c.operands; ++i) {
+    sig.push_back(static_cast<std::int64_t>(c.op[i] - c.op[0]));
+    sig.insert(sig.end(), c.op_st + static_cast<std::ptrdiff_t>(i) * c.n, c.op_st + static_cast<std::ptrdiff_t>(i + 1) * c.n);
+  }
+}
+// A call seen recently on this thread: its plan's outcome, description, anchor (as a distance from
+// the first operand) and program. A time-stepping loop launches the same few shapes again and
+// again; this spares each launch the plan, the description and the program's key (3.5 us of the
+// 4-5 a 3-D diffusion's shard took on the host before, on a 2-core machine).
+struct recent_call {
+  std::string expr;
+  std::vector<std::string> scalar_types;
+  std::vector<std::int64_t> sig;
+  bool valid = false;
+  stencil_desc d;
+  std::int64_t anchor_from_first = 0;
+  std::vector<std::int64_t> anchor_st;
+  program* prog = nullptr;
+};
+
+// The recent call of `c`'s shape on this thread, planned and described now if there is none, and
+// its parameter words for `c`.
+const recent_call& prepare(const stencil_call& c, std::vector<std::uint64_t>& words) {
   // TESSERA_JIT_STENCIL_ROWS and _PLANES (stencil.hpp); 0: the defaults.
   static const auto setting = [](const char* name, int most) {
     const char* v = std::getenv(name);
     const int r = v ? std::atoi(v) : 0;
     return r >= 1 && r <= most ? r : 0;
   };
-  static const int rows_set = setting("TESSERA_JIT_STENCIL_ROWS", 16), planes_set = setting("TESSERA_JIT_STENCIL_PLANES", 4096);
+  static const int rows_set = setting("TESSERA_JIT_STENCIL_ROWS", 16),
+                   planes_set = setting("TESSERA_JIT_STENCIL_PLANES", 4096);
+  thread_local std::vector<recent_call> recent;  // the last 8, replaced in turn
+  thread_local std::size_t next = 0;
+  thread_local std::vector<std::int64_t> sig;
+  if (recent.capacity() < 8) recent.reserve(8);  // descriptions stay put while the 8 fill
+  signature_of(c, sig);
+  const recent_call* hit = nullptr;
+  for (const auto& r : recent)
+    if (r.sig == sig && r.expr == c.expr && r.scalar_types == c.scalar_types) hit = &r;
+  if (hit == nullptr) {
+    recent_call r;
+    r.expr = c.expr, r.scalar_types = c.scalar_types, r.sig = sig;
+    const tile_plan pl = make_tile_plan(c);
+    r.valid = pl.valid;
+    if (pl.valid) {
+      const bool march = pl.zlo < 0 || pl.zhi > 0;
+      const int rows = rows_set ? rows_set : march ? 1 : 8;
+      r.d = describe_stencil(c, pl, rows, words, planes_set ? planes_set : 8);
+      r.anchor_from_first = static_cast<std::int64_t>(pl.anchor - c.op[0]);
+      r.anchor_st = pl.st;
+      r.prog = &stencil_program(r.d);
+    }
+    if (recent.size() < 8) {
+      recent.push_back(std::move(r));
+      hit = &recent.back();
+    } else {
+      recent[next] = std::move(r);
+      hit = &recent[next];
+      next = (next + 1) % 8;
+    }
+  }
+  if (hit->valid)
+    fill_words(c, c.op[0] + static_cast<std::uintptr_t>(hit->anchor_from_first), hit->anchor_st.data(), words);
+  return *hit;
+}
+}  // namespace
+
+const stencil_desc* prepare_stencil(const stencil_call& c, std::vector<std::uint64_t>& words) {
+  const recent_call& r = prepare(c, words);
+  return r.valid ? &r.d : nullptr;
+}
+
+bool run_stencil(const stencil_call& c, int device, int shard) {
   if (c.count == 0) return false;
-  const tile_plan pl = make_tile_plan(c);
-  if (!pl.valid) return false;
-  const bool march = pl.zlo < 0 || pl.zhi > 0;
-  const int rows = rows_set ? rows_set : march ? 1 : 8;
-  std::vector<std::uint64_t> words;
-  const stencil_desc d = describe_stencil(c, pl, rows, words, planes_set ? planes_set : 8);
-  void* kernel = stencil_program(d).gpu_function(device);
+  thread_local std::vector<std::uint64_t> words;
+  const recent_call& r = prepare(c, words);
+  if (!r.valid) return false;
+  void* kernel = r.prog->gpu_function(device);
   void* args[] = {words.data()};
   unsigned grid[3];
-  stencil_grid(c, d, grid);
+  stencil_grid(c, r.d, grid);
   const unsigned block[3] = {128, 1, 1};
   launch(kernel, device, shard, grid, block, 0, args, "tessera_stencil");
   return true;

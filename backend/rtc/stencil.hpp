@@ -117,6 +117,11 @@ void stencil_grid(const stencil_call& c, const stencil_desc& d, unsigned (&grid)
 // Jacobi 16384^2 float on an H200 reached 0.887x memcpy with 2, 0.960x with 4, 0.971x with 8; 4 for
 // a marching one); planes per thread: TESSERA_JIT_STENCIL_PLANES (1 to 4096, default 32).
 bool run_stencil(const stencil_call& c, int device, int shard);
+// What run_stencil launches for `c`: the description of its kernel, from this thread's last 8
+// calls when one had the same shape (expression, element size, strides, addresses modulo 16 bytes,
+// the operands' distances from the first; planned and described otherwise), and its parameter
+// words; nullptr when `c` has no plan. The description lives until 8 other shapes have been seen.
+const stencil_desc* prepare_stencil(const stencil_call& c, std::vector<std::uint64_t>& words);
 // Compiles `code` for compute capability `arch` without a GPU (tests): throws compile_error.
 void compile_stencil(const std::string& code, int arch);
 
