@@ -323,17 +323,20 @@ NodeEval<detail::fn::minus, A, B> sub(A a, B b) {
 }
 // Runs the generated kernel of `out = e` over `box` on the host: the source compiled by the system
 // compiler with the host's stand-ins for CUDA, every thread of the grid in turn (rows: rows per
-// thread; planes: output planes per thread of a marching kernel). Checks that the shard has a plan.
+// thread; planes: output planes per thread of a marching kernel; scalar: chunks of one element).
+// Checks that the shard has a plan.
 template <class T, int N, class E, std::size_t M>
-void run_emulated(const OutEval<T, N>& out, const E& e, const std::array<index_t, M>& box, int rows, int planes = 32) {
+void run_emulated(const OutEval<T, N>& out, const E& e, const std::array<index_t, M>& box, int rows, int planes = 32,
+                  bool scalar = false) {
   static_assert(M == static_cast<std::size_t>(N), "run_emulated: one extent per dim");
   detail::Extents<N> ext;
   index_t count = 1;
   for (int k = 0; k < N; ++k) ext[k] = box[static_cast<std::size_t>(k)], count *= ext[k];
   const flat_shard<T, N, E> f(out, e, ext, count);
   const detail::rtc::stencil_call& c = f.call;
-  const auto pl = detail::rtc::make_tile_plan(c);
+  const auto pl = detail::rtc::make_tile_plan(c, scalar);
   REQUIRE(pl.valid);
+  CHECK(pl.k == (scalar ? 1 : 16 / int(sizeof(T))));
   std::vector<std::uint64_t> words;
   auto d = detail::rtc::describe_stencil(c, pl, rows, words, planes);
   d.emulate = true;
@@ -347,7 +350,7 @@ void run_emulated(const OutEval<T, N>& out, const E& e, const std::array<index_t
 // 3-D diffusion (T2 = T + 0.1 Ci lap(T)) over the interior of an n x ny x nz grid through the
 // emulated kernel, against loops.
 template <class T>
-void diffusion_emulated(index_t n, index_t ny, index_t nz, int rows, int planes) {
+void diffusion_emulated(index_t n, index_t ny, index_t nz, int rows, int planes, bool scalar = false) {
   const auto t = values<T>(static_cast<std::size_t>(n * ny * nz));
   const auto ci = values<T>(static_cast<std::size_t>(n * ny * nz));
   auto v = values<T>(static_cast<std::size_t>(n * ny * nz));
@@ -371,7 +374,7 @@ void diffusion_emulated(index_t n, index_t ny, index_t nz, int rows, int planes)
                        mul(ScalarEval<T>{T(6)}, T3(t, 1, 1, 1)));
   const auto e = add(T3(t, 1, 1, 1), mul(mul(ScalarEval<T>{T(0.1)}, T3(ci, 1, 1, 1)), lap));
   const OutEval<T, 3> out{v.data() + id(1, 1, 1), {1, n, n * ny}};
-  run_emulated(out, e, std::array<index_t, 3>{n - 2, ny - 2, nz - 2}, rows, planes);
+  run_emulated(out, e, std::array<index_t, 3>{n - 2, ny - 2, nz - 2}, rows, planes, scalar);
   CHECK(v == want);
 }
 }  // namespace
@@ -445,6 +448,9 @@ TEST_CASE("stencils: the generated kernel, run on the host against loops") {
         INFO("grid " << n << " x " << ny << " x " << nz << ", rows " << rows << ", planes " << planes);
         diffusion_emulated<double>(n, ny, nz, rows, planes);
         if (n % 4 == 0) diffusion_emulated<float>(n, ny, nz, rows, planes);
+        // One element per thread and row (TESSERA_JIT_STENCIL_SCALAR=1): any row length.
+        diffusion_emulated<double>(n, ny, nz, rows, planes, true);
+        diffusion_emulated<float>(n, ny, nz, rows, planes, true);
       }
   }
   SUBCASE("3-D: members at every dz, dy and s, another array, narrow boxes") {
@@ -454,8 +460,10 @@ TEST_CASE("stencils: the generated kernel, run on the host against loops") {
     const int off[][3] = {{-1, -1, -1}, {1, 1, 1}, {0, 1, -1}, {1, -1, 0}, {-1, 0, 1}, {0, 0, 1}, {0, -1, 0}, {1, 0, -1}};
     for (int o = 0; o < 4; ++o)
       for (const index_t m : {n - 2, index_t(1), index_t(2), index_t(7)})
-        for (const auto& [rows, planes] : {std::array<int, 2>{4, 32}, std::array<int, 2>{3, 2}}) {
-          INFO("output offset " << o << ", " << m << " columns, rows " << rows << ", planes " << planes);
+        for (const auto& [rows, planes, scalar] :
+             {std::array<int, 3>{4, 32, 0}, std::array<int, 3>{3, 2, 0}, std::array<int, 3>{1, 3, 1}}) {
+          INFO("output offset " << o << ", " << m << " columns, rows " << rows << ", planes " << planes
+                                << (scalar ? ", one element per thread" : ""));
           const auto id = [&](index_t i, index_t j, index_t k) { return static_cast<std::size_t>(i + n * (j + ny * k)); };
           const auto t = values<float>(static_cast<std::size_t>(n * ny * nz));
           const auto g = values<float>(static_cast<std::size_t>(n * ny * nz));
@@ -478,7 +486,7 @@ TEST_CASE("stencils: the generated kernel, run on the host against loops") {
           const auto e = sub(node(T3(t, 0), T3(t, 1), T3(t, 2), T3(t, 3), T3(t, 4), T3(t, 5), T3(t, 6), T3(t, 7)),
                              mul(ScalarEval<float>{2.0f}, L3{g.data() + id(1, 1, 1), {1, n, n * ny}}));
           const OutEval<float, 3> out{v.data() + id(o, 1, 1), {1, n, n * ny}};
-          run_emulated(out, e, std::array<index_t, 3>{m, ny - 2, nz - 2}, rows, planes);
+          run_emulated(out, e, std::array<index_t, 3>{m, ny - 2, nz - 2}, rows, planes, scalar != 0);
           CHECK(v == want);
         }
   }

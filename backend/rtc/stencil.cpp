@@ -61,11 +61,12 @@ std::string scalar_read(const std::string& type, std::size_t word) {
 
 }  // namespace
 
-tile_plan make_tile_plan(const stencil_call& c) {
+tile_plan make_tile_plan(const stencil_call& c, bool scalar) {
   tile_plan pl;
   const int N = c.n, L = static_cast<int>(c.operands);
   if (N < 2 || L < 2 || c.elem <= 0 || 16 % c.elem != 0) return pl;
-  const std::int64_t K = 16 / c.elem;
+  const std::int64_t K = scalar ? 1 : 16 / c.elem;
+  pl.k = static_cast<int>(K);
   for (int k = 1; k < N; ++k)
     if (c.out_st[k] % K != 0) return pl;
   const auto elem = [&](std::uintptr_t p) {
@@ -165,7 +166,7 @@ void fill_words(const stencil_call& c, std::uintptr_t anchor, const std::int64_t
 
 stencil_desc describe_stencil(const stencil_call& c, const tile_plan& pl, int rows, std::vector<std::uint64_t>& words,
                               int planes) {
-  const int N = c.n, K = 16 / c.elem;
+  const int N = c.n, K = pl.k ? pl.k : 16 / c.elem;
   const std::size_t L = c.operands;
   stencil_desc d;
   d.type = c.type;
@@ -235,13 +236,18 @@ void emit_head(std::ostringstream& s, const stencil_desc& d, const word_map& wm)
   s << "typedef unsigned long long u64;\n"
     << "struct P { u64 w[" << stencil_words(d) << "]; };\n"
     << "typedef " << d.type << " T;\n"
-    << "typedef " << (dbl ? "double2" : "float4") << " V;\n"
-    << "#define K " << d.k << "\n#define U " << d.rows << "\n#define N " << d.n << "\n"
-    << "__device__ __forceinline__ void unpack(const V c, T (&e)[K]) { e[0] = c.x; e[1] = c.y;"
-    << (dbl ? "" : " e[2] = c.z; e[3] = c.w;") << " }\n"
-    << "__device__ __forceinline__ V pack(const T (&e)[K]) { V c; c.x = e[0]; c.y = e[1];"
-    << (dbl ? "" : " c.z = e[2]; c.w = e[3];") << " return c; }\n"
-    << "__device__ __forceinline__ void load_v(const T* p, T (&e)[K]) { unpack(__ldg((const V*)p), e); }\n"
+    << "#define K " << d.k << "\n#define U " << d.rows << "\n#define N " << d.n << "\n";
+  if (d.k == 1)  // a chunk of one element
+    s << "typedef T V;\n"
+      << "__device__ __forceinline__ void unpack(const V c, T (&e)[K]) { e[0] = c; }\n"
+      << "__device__ __forceinline__ V pack(const T (&e)[K]) { return e[0]; }\n";
+  else
+    s << "typedef " << (dbl ? "double2" : "float4") << " V;\n"
+      << "__device__ __forceinline__ void unpack(const V c, T (&e)[K]) { e[0] = c.x; e[1] = c.y;"
+      << (dbl ? "" : " e[2] = c.z; e[3] = c.w;") << " }\n"
+      << "__device__ __forceinline__ V pack(const T (&e)[K]) { V c; c.x = e[0]; c.y = e[1];"
+      << (dbl ? "" : " c.z = e[2]; c.w = e[3];") << " return c; }\n";
+  s << "__device__ __forceinline__ void load_v(const T* p, T (&e)[K]) { unpack(__ldg((const V*)p), e); }\n"
     << "__device__ __forceinline__ void store_v(T* p, const T (&e)[K]) { const V c = pack(e); "
     << (d.emulate ? "std::memcpy(p, &c, sizeof c);" : "*(V*)p = c;") << " }\n"
     << "extern \"C\" __global__ void __launch_bounds__(128) tessera_stencil(const P p) {\n"
@@ -642,7 +648,8 @@ const recent_call& prepare(const stencil_call& c, std::vector<std::uint64_t>& wo
     return r >= 1 && r <= most ? r : 0;
   };
   static const int rows_set = setting("TESSERA_JIT_STENCIL_ROWS", 16),
-                   planes_set = setting("TESSERA_JIT_STENCIL_PLANES", 4096);
+                   planes_set = setting("TESSERA_JIT_STENCIL_PLANES", 4096),
+                   scalar_march = setting("TESSERA_JIT_STENCIL_SCALAR", 1);
   thread_local std::vector<recent_call> recent;  // the last 8, replaced in turn
   thread_local std::size_t next = 0;
   thread_local std::vector<std::int64_t> sig;
@@ -654,10 +661,11 @@ const recent_call& prepare(const stencil_call& c, std::vector<std::uint64_t>& wo
   if (hit == nullptr) {
     recent_call r;
     r.expr = c.expr, r.scalar_types = c.scalar_types, r.sig = sig;
-    const tile_plan pl = make_tile_plan(c);
+    tile_plan pl = make_tile_plan(c);
+    const bool march = pl.valid && (pl.zlo < 0 || pl.zhi > 0);
+    if (march && scalar_march) pl = make_tile_plan(c, true);
     r.valid = pl.valid;
     if (pl.valid) {
-      const bool march = pl.zlo < 0 || pl.zhi > 0;
       const int rows = rows_set ? rows_set : march ? 1 : 8;
       r.d = describe_stencil(c, pl, rows, words, planes_set ? planes_set : 8);
       r.anchor_from_first = static_cast<std::int64_t>(pl.anchor - c.op[0]);

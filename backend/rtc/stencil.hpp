@@ -42,6 +42,7 @@ struct stencil_call {
 struct tile_plan {
   bool valid = false;  // a group of two or more members was found
   int members = 0;
+  int k = 0;                       // elements per chunk: 16 bytes' worth, or 1 (make_tile_plan)
   int head = 0;                    // elements before a row's first 16-byte aligned output
   int lo = 0, hi = 0;              // the members' least and greatest dy: rows lo .. U - 1 + hi are loaded
   int zlo = 0, zhi = 0;            // and dz (planes along dim 2; both 0 in a plan of rank 2)
@@ -59,11 +60,13 @@ struct tile_plan {
 // + hi, the member of least dy giving the first, the one of greatest dy the last; the marching
 // kernel loads a row of a plane only for a member that reads it), so no byte outside an
 // allocation is read.
-tile_plan make_tile_plan(const stencil_call& c);
+// scalar: chunks of one element (K = 1: a thread takes one element per row, as the hand-written
+// march of bench/support/stencil_probe.cu that reached 0.99x memcpy for the double diffusion).
+tile_plan make_tile_plan(const stencil_call& c, bool scalar = false);
 
 struct stencil_desc {
   std::string type;  // the element type of the output and of every operand: float or double
-  int k = 0;         // elements per 16-byte chunk
+  int k = 0;         // elements per chunk: of 16 bytes, or 1 (tile_plan::k)
   int rows = 4;      // rows along dim 1 per thread
   int n = 0;         // rank of the box
   int head = 0;      // elements before a row's first 16-byte aligned output
@@ -114,8 +117,11 @@ void stencil_grid(const stencil_call& c, const stencil_desc& d, unsigned (&grid)
 // returns whether it did. The kernel is generated and compiled on first use and kept by a short
 // key of its description (the source is written only then; the compiled code is also cached on
 // disk, rtc.cpp). Rows per thread: TESSERA_JIT_STENCIL_ROWS (1 to 16; default 8 for a plane's kernel:
-// Jacobi 16384^2 float on an H200 reached 0.887x memcpy with 2, 0.960x with 4, 0.971x with 8; 4 for
-// a marching one); planes per thread: TESSERA_JIT_STENCIL_PLANES (1 to 4096, default 32).
+// Jacobi 16384^2 float on an H200 reached 0.887x memcpy with 2, 0.960x with 4, 0.971x with 8; 1 for
+// a marching one); planes per thread: TESSERA_JIT_STENCIL_PLANES (1 to 4096, default 8: the 3-D
+// diffusion 512^3 reached 0.772x float and 0.823x double with 8, 0.739x and 0.798x with 16);
+// TESSERA_JIT_STENCIL_SCALAR=1: a marching kernel takes one element per thread and row (chunks of
+// K = 1) instead of 16 bytes (not measured on a GPU yet).
 bool run_stencil(const stencil_call& c, int device, int shard);
 // What run_stencil launches for `c`: the description of its kernel, from this thread's last 8
 // calls when one had the same shape (expression, element size, strides, addresses modulo 16 bytes,
