@@ -38,7 +38,7 @@ struct stencil_call {
   std::vector<std::uint64_t> scalar_bits;
 };
 
-// Which operands are views of one array a row and an element apart.
+// Which operands are views of one array a row, a plane and an element apart.
 struct tile_plan {
   bool valid = false;  // a group of two or more members was found
   int members = 0;
@@ -46,8 +46,9 @@ struct tile_plan {
   int head = 0;                    // elements before a row's first 16-byte aligned output
   int lo = 0, hi = 0;              // the members' least and greatest dy: rows lo .. U - 1 + hi are loaded
   int zlo = 0, zhi = 0;            // and dz (planes along dim 2; both 0 in a plan of rank 2)
-  int left = 0;                    // bit 3 (dz + 1) + dy + 1: a member there has s = -1 (reads the element before a chunk)
-  int right = 0;                   // the same for s = 1 (the element after)
+  // Bit 3 (dz + 1) + dy + 1: a member at that dz and dy has s = -1 (left: reads the element before
+  // a chunk), or s = 1 (right: the element after).
+  int left = 0, right = 0;
   std::vector<int> member, dy, dz, s;  // per operand; dy, dz and s: -1, 0 or 1
   std::uintptr_t anchor = 0;       // address of the anchor's element (0, ..., 0), may lie outside it
   std::vector<std::int64_t> st;    // the anchor's strides, in elements

@@ -248,7 +248,8 @@ int main(int argc, char** argv) {
       s.cycle();
       if ((i + 1) % (warm / 10 + 1) != 0) continue;
       const usage u = measure(local_gpus);
-      for (std::size_t g = 0; g < u.gpu_used.size(); ++g) start.gpu_used[g] = std::max(start.gpu_used[g], u.gpu_used[g]);
+      for (std::size_t g = 0; g < u.gpu_used.size(); ++g)
+        start.gpu_used[g] = std::max(start.gpu_used[g], u.gpu_used[g]);
       if (u.threads > start.threads) start.threads = u.threads, start.thread_names = u.thread_names;
       start.rss_kib = u.rss_kib, start.fds = std::max(start.fds, u.fds);
     }
