@@ -2,12 +2,13 @@
 // Issue 20, item 4: a soak. Every rank runs the same cycles (one seed): create arrays of mixed
 // sizes (0, 1, odd, up to 2^K + odd) over devices(), compute (elementwise, a sum to the host, and in
 // turn an allreduce, a copy between placements that crosses ranks, a reduction along a dim, a
-// host read), and let them go. After a warm-up (communicators made, kernels compiled, caches and
+// host read), and let them go. Through the warm-up (communicators made, kernels compiled, caches and
 // threads started) and after the last cycle, each rank synchronizes, calls tessera::reclaim() and
 // measures: the used memory of each of its GPUs (total - free, as cudaMemGetInfo reports it through
 // the runtime), its resident set (VmRSS), its open file descriptors and its threads. It passes when
-// GPU memory and RSS are back within 1% of the start (RSS: or 1 MiB, for the small processes on
-// host devices) and descriptors and threads did not grow.
+// GPU memory and RSS end within 1% of the start (RSS: or 1 MiB, for the small processes on host
+// devices) and descriptors and threads did not grow; the start is the highest reading through the
+// warm-up, each GPU and thread reading the least of 10 (main() says why).
 //
 //   mpirun -np 4 test_mpi_soak [--cycles N] [--seed S] [--max-log2 K] [--trace 0|1]
 //
@@ -102,7 +103,8 @@ usage measure(const DeviceSet& local_gpus, int samples = 10) {
   for (int k = 1; k < samples; ++k) {
     std::this_thread::sleep_for(std::chrono::milliseconds(20));
     const usage u = measure_once(local_gpus);
-    for (std::size_t g = 0; g < u.gpu_used.size(); ++g) least.gpu_used[g] = std::min(least.gpu_used[g], u.gpu_used[g]);
+    for (std::size_t g = 0; g < u.gpu_used.size(); ++g)
+      least.gpu_used[g] = std::min(least.gpu_used[g], u.gpu_used[g]);
     if (u.threads < least.threads) least.threads = u.threads, least.thread_names = u.thread_names;
     least.rss_kib = u.rss_kib, least.fds = u.fds;
   }
@@ -154,7 +156,8 @@ class soak {
                       index_t(999), largest})
       for (int extra = 0; extra < 5; ++extra)
         for (index_t rows = 1; rows <= (extra == 1 ? 7 : 1); ++rows)
-          for (index_t dim_rows = 1; dim_rows <= (extra == 2 ? 9 : 1); ++dim_rows) cycle_with(n, extra, rows, dim_rows);
+          for (index_t dim_rows = 1; dim_rows <= (extra == 2 ? 9 : 1); ++dim_rows)
+            cycle_with(n, extra, rows, dim_rows);
   }
   void cycle_with(index_t n, int extra, index_t rows, index_t dim_rows) {
     Array<float, 1> a = rand<float>({n});
