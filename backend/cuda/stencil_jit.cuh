@@ -7,7 +7,8 @@
 // constant indices. On by default (Jacobi 16384^2 float on an H200: 0.960x memcpy against 0.835x
 // for the row kernels); TESSERA_JIT_STENCIL=0 turns it off (the row kernels run then).
 // Only the flattening of a shard is compiled per expression here; the plan, the source, the cache
-// and the launch are compiled once (backend/rtc/stencil.cpp). Included by executor.cuh only.
+// and the launch are compiled once (backend/rtc/stencil.cpp, the source stencil_source.cpp). Included
+// by executor.cuh only.
 #pragma once
 #include <backend/rtc/stencil.hpp>
 #include <tessera/evaluator.hpp>
