@@ -173,7 +173,7 @@ void stencil_grid(const stencil_call& c, const stencil_desc& d, unsigned (&grid)
 namespace {
 // What makes two descriptions generate the same source.
 std::string key_of(const stencil_desc& d) {
-  // Built in one allocation: it is made on every launch (a few hundred nanoseconds).
+  // Built in one allocation (each new call shape of a thread makes one, prepare() below).
   std::string k;
   k.reserve(96 + d.expr.size() + 24 * d.operands.size());
   const auto put = [&](int v) {
@@ -241,7 +241,7 @@ struct recent_call {
 // The recent call of `c`'s shape on this thread, planned and described now if there is none, and
 // its parameter words for `c`.
 const recent_call& prepare(const stencil_call& c, std::vector<std::uint64_t>& words) {
-  // TESSERA_JIT_STENCIL_ROWS and _PLANES (stencil.hpp); 0: the defaults.
+  // TESSERA_JIT_STENCIL_ROWS, _PLANES and _SCALAR (stencil.hpp); 0: the defaults.
   static const auto setting = [](const char* name, int most) {
     const char* v = std::getenv(name);
     const int r = v ? std::atoi(v) : 0;
