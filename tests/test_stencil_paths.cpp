@@ -323,11 +323,12 @@ NodeEval<detail::fn::minus, A, B> sub(A a, B b) {
 }
 // Runs the generated kernel of `out = e` over `box` on the host: the source compiled by the system
 // compiler with the host's stand-ins for CUDA, every thread of the grid in turn (rows: rows per
-// thread; planes: output planes per thread of a marching kernel; scalar: chunks of one element).
+// thread; planes: output planes per thread of a marching kernel; scalar: chunks of one element;
+// warps: a marching block's).
 // Checks that the shard has a plan.
 template <class T, int N, class E, std::size_t M>
 void run_emulated(const OutEval<T, N>& out, const E& e, const std::array<index_t, M>& box, int rows, int planes = 32,
-                  bool scalar = false) {
+                  bool scalar = false, int warps = 4) {
   static_assert(M == static_cast<std::size_t>(N), "run_emulated: one extent per dim");
   detail::Extents<N> ext;
   index_t count = 1;
@@ -338,7 +339,7 @@ void run_emulated(const OutEval<T, N>& out, const E& e, const std::array<index_t
   REQUIRE(pl.valid);
   CHECK(pl.k == (scalar ? 1 : 16 / int(sizeof(T))));
   std::vector<std::uint64_t> words;
-  auto d = detail::rtc::describe_stencil(c, pl, rows, words, planes);
+  auto d = detail::rtc::describe_stencil(c, pl, rows, words, planes, warps);
   d.emulate = true;
   using run_fn = void (*)(const void*, unsigned, unsigned);
   const auto run = reinterpret_cast<run_fn>(
@@ -350,7 +351,7 @@ void run_emulated(const OutEval<T, N>& out, const E& e, const std::array<index_t
 // 3-D diffusion (T2 = T + 0.1 Ci lap(T)) over the interior of an n x ny x nz grid through the
 // emulated kernel, against loops.
 template <class T>
-void diffusion_emulated(index_t n, index_t ny, index_t nz, int rows, int planes, bool scalar = false) {
+void diffusion_emulated(index_t n, index_t ny, index_t nz, int rows, int planes, bool scalar = false, int warps = 4) {
   const auto t = values<T>(static_cast<std::size_t>(n * ny * nz));
   const auto ci = values<T>(static_cast<std::size_t>(n * ny * nz));
   auto v = values<T>(static_cast<std::size_t>(n * ny * nz));
@@ -374,7 +375,7 @@ void diffusion_emulated(index_t n, index_t ny, index_t nz, int rows, int planes,
                        mul(ScalarEval<T>{T(6)}, T3(t, 1, 1, 1)));
   const auto e = add(T3(t, 1, 1, 1), mul(mul(ScalarEval<T>{T(0.1)}, T3(ci, 1, 1, 1)), lap));
   const OutEval<T, 3> out{v.data() + id(1, 1, 1), {1, n, n * ny}};
-  run_emulated(out, e, std::array<index_t, 3>{n - 2, ny - 2, nz - 2}, rows, planes, scalar);
+  run_emulated(out, e, std::array<index_t, 3>{n - 2, ny - 2, nz - 2}, rows, planes, scalar, warps);
   CHECK(v == want);
 }
 }  // namespace
@@ -451,6 +452,9 @@ TEST_CASE("stencils: the generated kernel, run on the host against loops") {
         // One element per thread and row (TESSERA_JIT_STENCIL_SCALAR=1): any row length.
         diffusion_emulated<double>(n, ny, nz, rows, planes, true);
         diffusion_emulated<float>(n, ny, nz, rows, planes, true);
+        // Blocks of 8 and 16 warps (TESSERA_JIT_STENCIL_WARPS): more rows per tile than the grid has.
+        diffusion_emulated<float>(n, ny, nz, rows, planes, true, 8);
+        diffusion_emulated<double>(n, ny, nz, rows, planes, false, 16);
       }
   }
   SUBCASE("3-D: members at every dz, dy and s, another array, narrow boxes") {

@@ -119,7 +119,7 @@ void fill_words(const stencil_call& c, std::uintptr_t anchor, const std::int64_t
 }  // namespace
 
 stencil_desc describe_stencil(const stencil_call& c, const tile_plan& pl, int rows, std::vector<std::uint64_t>& words,
-                              int planes) {
+                              int planes, int warps) {
   const int N = c.n, K = pl.k ? pl.k : 16 / c.elem;
   const std::size_t L = c.operands;
   stencil_desc d;
@@ -136,6 +136,7 @@ stencil_desc describe_stencil(const stencil_call& c, const tile_plan& pl, int ro
   if (pl.valid) d.zlo = pl.zlo, d.zhi = pl.zhi;
   d.march = pl.valid && (d.zlo < 0 || d.zhi > 0);
   d.planes = planes;
+  d.warps = warps;
   for (std::size_t i = 0; i < L; ++i) {
     const std::int64_t* st = c.op_st + static_cast<std::ptrdiff_t>(i) * N;
     auto& o = d.operands[i];
@@ -159,8 +160,8 @@ stencil_desc describe_stencil(const stencil_call& c, const tile_plan& pl, int ro
 
 
 void stencil_grid(const stencil_call& c, const stencil_desc& d, unsigned (&grid)[3]) {
-  // A marching block: 4 warps of U rows, 32 chunks along dim 0 (emit_head).
-  const std::int64_t K = d.k, U = d.march ? 4 * d.rows : d.rows, rows = (c.ext[1] + U - 1) / U,
+  // A marching block: d.warps warps of U rows, 32 chunks along dim 0 (emit_head).
+  const std::int64_t K = d.k, U = d.march ? d.warps * d.rows : d.rows, rows = (c.ext[1] + U - 1) / U,
                      x = d.march ? 32 * K : 128 * K;
   std::int64_t tiles = rows * (c.count / (c.ext[0] * c.ext[1]));
   if (d.march) tiles = rows * ((c.ext[2] + d.planes - 1) / d.planes) * (c.count / (c.ext[0] * c.ext[1] * c.ext[2]));
@@ -190,7 +191,7 @@ std::string key_of(const stencil_desc& d) {
     k += ',';
   }
   for (int v : {d.k, d.rows, d.n, d.head, d.lo, d.hi, d.zlo, d.zhi, d.left, d.right, d.march ? d.planes : 0,
-                int(d.group), int(d.march), int(d.emulate)})
+                d.march ? d.warps : 0, int(d.group), int(d.march), int(d.emulate)})
     put(v);
   for (const auto& o : d.operands)
     for (int v : {o.member, o.dy, o.dz, o.s, o.mode, o.m}) put(v);
@@ -241,7 +242,7 @@ struct recent_call {
 // The recent call of `c`'s shape on this thread, planned and described now if there is none, and
 // its parameter words for `c`.
 const recent_call& prepare(const stencil_call& c, std::vector<std::uint64_t>& words) {
-  // TESSERA_JIT_STENCIL_ROWS, _PLANES and _SCALAR (stencil.hpp); 0: the defaults.
+  // TESSERA_JIT_STENCIL_ROWS, _PLANES, _SCALAR and _WARPS (stencil.hpp); 0: the defaults.
   static const auto setting = [](const char* name, int most) {
     const char* v = std::getenv(name);
     const int r = v ? std::atoi(v) : 0;
@@ -249,7 +250,8 @@ const recent_call& prepare(const stencil_call& c, std::vector<std::uint64_t>& wo
   };
   static const int rows_set = setting("TESSERA_JIT_STENCIL_ROWS", 16),
                    planes_set = setting("TESSERA_JIT_STENCIL_PLANES", 4096),
-                   scalar_march = setting("TESSERA_JIT_STENCIL_SCALAR", 1);
+                   scalar_march = setting("TESSERA_JIT_STENCIL_SCALAR", 1),
+                   warps_set = setting("TESSERA_JIT_STENCIL_WARPS", 16);
   thread_local std::vector<recent_call> recent;  // the last 8, replaced in turn
   thread_local std::size_t next = 0;
   thread_local std::vector<std::int64_t> sig;
@@ -267,7 +269,8 @@ const recent_call& prepare(const stencil_call& c, std::vector<std::uint64_t>& wo
     r.valid = pl.valid;
     if (pl.valid) {
       const int rows = rows_set ? rows_set : march ? 1 : 8;
-      r.d = describe_stencil(c, pl, rows, words, planes_set ? planes_set : 8);
+      const int warps = warps_set == 8 || warps_set == 16 ? warps_set : 4;
+      r.d = describe_stencil(c, pl, rows, words, planes_set ? planes_set : 8, warps);
       r.anchor_from_first = static_cast<std::int64_t>(pl.anchor - c.op[0]);
       r.anchor_st = pl.st;
       r.prog = &stencil_program(r.d);
@@ -301,7 +304,7 @@ bool run_stencil(const stencil_call& c, int device, int shard) {
   void* args[] = {words.data()};
   unsigned grid[3];
   stencil_grid(c, r.d, grid);
-  const unsigned block[3] = {128, 1, 1};
+  const unsigned block[3] = {static_cast<unsigned>(r.d.threads()), 1, 1};
   launch(kernel, device, shard, grid, block, 0, args, "tessera_stencil");
   return true;
 }

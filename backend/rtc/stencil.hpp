@@ -91,6 +91,8 @@ struct stencil_desc {
   // registers (3-D stencils; otherwise each thread takes `rows` rows of one plane).
   bool march = false;
   int planes = 32;
+  int warps = 4;  // a marching block's warps, each U rows (4, 8 or 16); a tile kernel's block is 4 warps
+  int threads() const { return 32 * (march ? warps : 4); }
   // For tests: a host translation unit instead (extern "C" tessera_stencil_host(const P*, grid x,
   // grid y) runs every thread of the grid in turn, reading the elements beside a chunk from memory
   // rather than from the lanes beside it), so that the kernel's indexing, rows, members and edges
@@ -110,9 +112,10 @@ inline std::size_t stencil_words(const stencil_desc& d) {
 // The description and parameter words of the kernel of `c` with plan `pl` (rows: rows per thread;
 // planes: output planes per thread of a marching kernel).
 stencil_desc describe_stencil(const stencil_call& c, const tile_plan& pl, int rows, std::vector<std::uint64_t>& words,
-                              int planes = 32);
-// The kernel's grid for `c` (blocks of 128 threads): chunks of 128 K elements along dim 0, then row
-// tiles (of planes chunks when it marches) up to 65535, which the kernel strides over.
+                              int planes = 32, int warps = 4);
+// The kernel's grid for `c` (blocks of d.threads()): chunks of 128 K elements along dim 0 (32 K when
+// it marches), then row tiles (of planes chunks when it marches) up to 65535, which the kernel
+// strides over.
 void stencil_grid(const stencil_call& c, const stencil_desc& d, unsigned (&grid)[3]);
 // Runs the shard through its generated kernel on the device's stream when it has a plan, and
 // returns whether it did. The kernel is generated and compiled on first use and kept by a short
@@ -122,7 +125,8 @@ void stencil_grid(const stencil_call& c, const stencil_desc& d, unsigned (&grid)
 // a marching one); planes per thread: TESSERA_JIT_STENCIL_PLANES (1 to 4096, default 8: the 3-D
 // diffusion 512^3 reached 0.772x float and 0.823x double with 8, 0.739x and 0.798x with 16);
 // TESSERA_JIT_STENCIL_SCALAR=1: a marching kernel takes one element per thread and row (chunks of
-// K = 1) instead of 16 bytes (not measured on a GPU yet).
+// K = 1) instead of 16 bytes; TESSERA_JIT_STENCIL_WARPS (4, 8 or 16, default 4): a marching block's
+// warps (not measured on a GPU yet, either).
 bool run_stencil(const stencil_call& c, int device, int shard);
 // What run_stencil launches for `c`: the description of its kernel, from this thread's last 8
 // calls when one had the same shape (expression, element size, strides, addresses modulo 16 bytes,

@@ -12,8 +12,8 @@
 // the generated one 0.971x with 8 rows per thread).
 //
 // When some member lies in another plane (a 3-D stencil), the kernel marches along dim 2 instead
-// (emit_march_kernel): a block is 4 warps of rows, each thread keeps the anchor's rows of the planes
-// z - 1, z and z + 1 in registers and loads each row once, as it comes into the window.
+// (emit_march_kernel): a block is 4, 8 or 16 warps of rows, each thread keeps the anchor's rows of
+// the planes z - 1, z and z + 1 in registers and loads each row once, as it comes into the window.
 #include <backend/rtc/stencil.hpp>
 
 #include <algorithm>
@@ -104,7 +104,7 @@ void emit_head(std::ostringstream& s, const stencil_desc& d, const word_map& wm)
   s << "__device__ __forceinline__ void load_v(const T* p, T (&e)[K]) { unpack(__ldg((const V*)p), e); }\n"
     << "__device__ __forceinline__ void store_v(T* p, const T (&e)[K]) { const V c = pack(e); "
     << (d.emulate ? "std::memcpy(p, &c, sizeof c);" : "*(V*)p = c;") << " }\n"
-    << "extern \"C\" __global__ void __launch_bounds__(128) tessera_stencil(const P p) {\n"
+    << "extern \"C\" __global__ void __launch_bounds__(" << d.threads() << ") tessera_stencil(const P p) {\n"
     << "  const long long* w = (const long long*)p.w;\n"
     << "  const long long inner = " << wm.at(wm.ext) << ", rows1 = " << wm.at(wm.ext + 1)
     << ", total = " << wm.at(wm.count) << ";\n"
@@ -112,7 +112,7 @@ void emit_head(std::ostringstream& s, const stencil_desc& d, const word_map& wm)
   for (std::size_t i = 0; i < d.scalar_types.size(); ++i)
     s << "  const " << d.scalar_types[i] << " S" << i << " = " << scalar_read(d.scalar_types[i], wm.first_scalar + i)
       << ";\n";
-  // A marching block is 4 warps of rows (warp w takes rows w U .. w U + U - 1 of the block's tile),
+  // A marching block is d.warps warps of rows (warp w takes rows w U .. w U + U - 1 of its tile),
   // each warp 32 chunks along dim 0; a plane's block is 128 chunks of the same rows.
   s << "  const int lane = threadIdx.x & 31;\n"
     << "  const long long x0 = " << d.head << " + ((long long)blockIdx.x * "
@@ -293,12 +293,12 @@ void emit_march_kernel(std::ostringstream& s, const stencil_desc& d, const word_
     return least < U ? cat("count > ", least) : "false";
   };
   s << "  const long long planes = " << wm.at(wm.ext + 2) << ";\n"
-    << "  const long long per_slice = (rows1 + 4 * U - 1) / (4 * U), zch = (planes + " << d.planes << " - 1) / "
-    << d.planes << ";\n"
+    << "  const long long per_slice = (rows1 + " << d.warps << " * U - 1) / (" << d.warps << " * U);\n"
+    << "  const long long zch = (planes + " << d.planes << " - 1) / " << d.planes << ";\n"
     << "  const long long tiles = per_slice * zch * (total / (inner * rows1 * planes));\n"
     << "  for (long long g = blockIdx.y; g < tiles; g += gridDim.y) {\n"
     << "    long long o = g / per_slice;\n"
-    << "    const long long y0 = (g - o * per_slice) * 4 * U + (threadIdx.x >> 5) * U;\n"
+    << "    const long long y0 = (g - o * per_slice) * " << d.warps << " * U + (threadIdx.x >> 5) * U;\n"
     << "    const long long z0 = (o % zch) * " << d.planes << ", z1 = z0 + " << d.planes << " < planes ? z0 + "
     << d.planes << " : planes;\n"
     << "    o /= zch;\n"
@@ -403,9 +403,9 @@ std::string stencil_source(const stencil_desc& d) {
   s << "}\n";
   if (d.emulate)
     s << "extern \"C\" void tessera_stencil_host(const P* p, unsigned gx, unsigned gy) {\n"
-      << "  gridDim = {gx, gy, 1};\n  blockDim = {128, 1, 1};\n"
+      << "  gridDim = {gx, gy, 1};\n  blockDim = {" << d.threads() << ", 1, 1};\n"
       << "  for (unsigned y = 0; y < gy; ++y)\n    for (unsigned x = 0; x < gx; ++x)\n"
-      << "      for (unsigned t = 0; t < 128; ++t) {\n"
+      << "      for (unsigned t = 0; t < " << d.threads() << "; ++t) {\n"
       << "        blockIdx = {x, y, 0};\n        threadIdx = {t, 0, 0};\n        tessera_stencil(*p);\n      }\n}\n";
   return s.str();
 }
