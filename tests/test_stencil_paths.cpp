@@ -324,10 +324,9 @@ NodeEval<detail::fn::minus, A, B> sub(A a, B b) {
 // Runs the generated kernel of `out = e` over `box` on the host: the source compiled by the system
 // compiler with the host's stand-ins for CUDA, every thread of the grid in turn (rows: rows per
 // thread; planes: output planes per thread of a marching kernel; scalar: chunks of one element;
-// warps: a marching block's).
-// Checks that the shard has a plan.
+// warps: a marching block's). Checks that the shard has a plan; returns whether its kernel marched.
 template <class T, int N, class E, std::size_t M>
-void run_emulated(const OutEval<T, N>& out, const E& e, const std::array<index_t, M>& box, int rows, int planes = 32,
+bool run_emulated(const OutEval<T, N>& out, const E& e, const std::array<index_t, M>& box, int rows, int planes = 32,
                   bool scalar = false, int warps = 4) {
   static_assert(M == static_cast<std::size_t>(N), "run_emulated: one extent per dim");
   detail::Extents<N> ext;
@@ -347,6 +346,7 @@ void run_emulated(const OutEval<T, N>& out, const E& e, const std::array<index_t
   unsigned grid[3];
   detail::rtc::stencil_grid(c, d, grid);
   run(words.data(), grid[0], grid[1]);
+  return d.march;
 }
 // 3-D diffusion (T2 = T + 0.1 Ci lap(T)) over the interior of an n x ny x nz grid through the
 // emulated kernel, against loops.
@@ -455,6 +455,47 @@ TEST_CASE("stencils: the generated kernel, run on the host against loops") {
         // Blocks of 8 and 16 warps (TESSERA_JIT_STENCIL_WARPS): more rows per tile than the grid has.
         diffusion_emulated<float>(n, ny, nz, rows, planes, true, 8);
         diffusion_emulated<double>(n, ny, nz, rows, planes, false, 16);
+      }
+  }
+  SUBCASE("rank 4: a 3-D stencil over each of 3 slices along dim 3, marching and in row tiles") {
+    // out(i, j, k, l) = the 6 neighbours of t(i, j, k, l) - 2 g(i, j, k, l); and the same without the
+    // planes' neighbours (a plane's stencil on a 4-D array: row tiles over dims 2 and 3).
+    const index_t n = 136, ny = 6, nz = 5, nw = 3;
+    const auto id = [&](index_t i, index_t j, index_t k, index_t l) {
+      return static_cast<std::size_t>(i + n * (j + ny * (k + nz * l)));
+    };
+    const auto t = values<double>(static_cast<std::size_t>(n * ny * nz * nw));
+    const auto g = values<double>(static_cast<std::size_t>(n * ny * nz * nw));
+    using L4 = LeafEval<double, 4>;
+    const auto T4 = [&](const std::vector<double>& a, index_t i, index_t j, index_t k) {
+      return L4{a.data() + id(i, j, k, 0), {1, n, n * ny, n * ny * nz}};
+    };
+    for (const bool planes : {true, false})
+      for (const auto& [rows, per, warps] : {std::array<int, 3>{1, 8, 4}, std::array<int, 3>{3, 2, 8}}) {
+        INFO((planes ? "7-point" : "5-point") << ", rows " << rows << ", planes " << per << ", warps " << warps);
+        auto v = values<double>(static_cast<std::size_t>(n * ny * nz * nw));
+        auto want = v;
+        for (index_t l = 0; l < nw; ++l)
+          for (index_t k = 1; k < nz - 1; ++k)
+            for (index_t j = 1; j < ny - 1; ++j)
+              for (index_t i = 1; i < n - 1; ++i) {
+                double x = ((t[id(i - 1, j, k, l)] + t[id(i + 1, j, k, l)]) + t[id(i, j - 1, k, l)]) + t[id(i, j + 1, k, l)];
+                if (planes) x = (x + t[id(i, j, k - 1, l)]) + t[id(i, j, k + 1, l)];
+                want[id(i, j, k, l)] = x - 2.0 * g[id(i, j, k, l)];
+              }
+        const OutEval<double, 4> out{v.data() + id(1, 1, 1, 0), {1, n, n * ny, n * ny * nz}};
+        const std::array<index_t, 4> box{n - 2, ny - 2, nz - 2, nw};
+        const auto minus_g = mul(ScalarEval<double>{2.0}, T4(g, 1, 1, 1));
+        if (planes)
+          CHECK(run_emulated(out,
+                             sub(node(T4(t, 0, 1, 1), T4(t, 2, 1, 1), T4(t, 1, 0, 1), T4(t, 1, 2, 1), T4(t, 1, 1, 0),
+                                      T4(t, 1, 1, 2)),
+                                 minus_g),
+                             box, rows, per, false, warps));
+        else
+          CHECK_FALSE(run_emulated(out, sub(node(T4(t, 0, 1, 1), T4(t, 2, 1, 1), T4(t, 1, 0, 1), T4(t, 1, 2, 1)), minus_g),
+                                   box, rows, per, false, warps));
+        CHECK(v == want);
       }
   }
   SUBCASE("3-D: members at every dz, dy and s, another array, narrow boxes") {
