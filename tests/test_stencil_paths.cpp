@@ -147,14 +147,24 @@ struct flat_shard {
   static constexpr int L = detail::leaf_count<E>::value;
   std::int64_t ext[N], ost[N], opst[L * N];
   std::uintptr_t op[L];
+  std::uint64_t bits[detail::cuda::jit_scalars<E>];
   detail::rtc::stencil_call call;
   flat_shard(const OutEval<T, N>& out, const E& e, const detail::Extents<N>& box = {}, index_t count = 0)
       : call(detail::cuda::jit_stencil_call(
             detail::ShardTask<OutEval<T, N>, E, N>{out, e, box, count, detail::path::cartesian, false}, ext, ost, op,
-            opst)) {}
+            opst, bits)) {}
   flat_shard(const flat_shard&) = delete;
   flat_shard& operator=(const flat_shard&) = delete;
 };
+// Jacobi's sweep of u into v, n x n float: the output (its first column `o` elements into row 1)
+// and 0.25 (u(i - 1, j) + u(i + 1, j) + u(i, j - 1) + u(i, j + 1)).
+inline auto jacobi(float* u, float* v, index_t n, index_t o) {
+  using L2 = LeafEval<float, 2>;
+  const auto at = [&](float* a, index_t i, index_t j) { return a + i + n * j; };
+  return std::pair{OutEval<float, 2>{at(v, o, 1), {1, n}},
+                   mul(ScalarEval<float>{0.25f}, node(L2{at(u, 0, 1), {1, n}}, L2{at(u, 2, 1), {1, n}},
+                                                      L2{at(u, 1, 0), {1, n}}, L2{at(u, 1, 2), {1, n}}))};
+}
 // The plan of a shard writing `out` from `e`.
 template <class T, int N, class E>
 detail::rtc::tile_plan plan_of(const OutEval<T, N>& out, const E& e) {
@@ -173,9 +183,8 @@ TEST_CASE("stencils: the row-tile plan of Jacobi's views, on the host") {
   const index_t n = 64;
   const auto at = [&](float* a, index_t i, index_t j) { return a + i + n * j; };
   using L2 = LeafEval<float, 2>;
-  const OutEval<float, 2> out{at(v, 1, 1), {1, n}};
   // u(0.., 1..), u(2.., 1..), u(1.., 0..), u(1.., 2..): the output's aligned element is i = 3.
-  const auto e = node(L2{at(u, 0, 1), {1, n}}, L2{at(u, 2, 1), {1, n}}, L2{at(u, 1, 0), {1, n}}, L2{at(u, 1, 2), {1, n}});
+  const auto [out, e] = jacobi(u, v, n, 1);
   const auto pl = plan_of(out, e);
   REQUIRE(pl.valid);
   CHECK(pl.members == 4);
@@ -256,13 +265,8 @@ TEST_CASE("stencils: the row-tile plan of Jacobi's views, on the host") {
 
 TEST_CASE("stencils: the generated kernel of Jacobi's plan, written and compiled on the host") {
   alignas(16) static float u[64 * 64], v[64 * 64];
-  const index_t n = 64;
-  const auto at = [&](float* a, index_t i, index_t j) { return a + i + n * j; };
   using L2 = LeafEval<float, 2>;
-  const OutEval<float, 2> out{at(v, 1, 1), {1, n}};
-  const auto e = mul(ScalarEval<float>{0.25f}, add(add(add(L2{at(u, 0, 1), {1, n}}, L2{at(u, 2, 1), {1, n}}),
-                                                          L2{at(u, 1, 0), {1, n}}),
-                                                      L2{at(u, 1, 2), {1, n}}));
+  const auto [out, e] = jacobi(u, v, 64, 1);
   static_assert(detail::cuda::jit_stencil_candidate<OutEval<float, 2>, std::decay_t<decltype(e)>>);
   // Not with an operand of another type (the source reads every operand as the output's type).
   static_assert(!detail::cuda::jit_stencil_candidate<
@@ -538,14 +542,7 @@ TEST_CASE("stencils: the generated kernel, run on the host against loops") {
 }
 
 TEST_CASE("stencils: a launch's description comes from the recent calls of its shape") {
-  // Jacobi's views of u into v, n x n float, the output `o` elements into its row.
   using L2 = LeafEval<float, 2>;
-  const auto jacobi = [](float* u, float* v, index_t n, index_t o) {
-    const auto at = [&](float* a, index_t i, index_t j) { return a + i + n * j; };
-    return std::pair{OutEval<float, 2>{at(v, o, 1), {1, n}},
-                     mul(ScalarEval<float>{0.25f}, node(L2{at(u, 0, 1), {1, n}}, L2{at(u, 2, 1), {1, n}},
-                                                        L2{at(u, 1, 0), {1, n}}, L2{at(u, 1, 2), {1, n}}))};
-  };
   using E = decltype(jacobi(nullptr, nullptr, 0, 0).second);
   // The words a fresh plan and description give, to compare with the recent call's.
   const auto fresh = [](const detail::rtc::stencil_call& c, const detail::rtc::stencil_desc& d) {

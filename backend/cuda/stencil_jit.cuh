@@ -130,12 +130,23 @@ const std::pair<std::string, std::vector<std::string>>& jit_text() {
   return text;
 }
 
+// Scalars of an evaluator (the arrays below need one element at least).
+template <class E>
+struct jit_scalar_count : std::integral_constant<int, 0> {};
+template <class T>
+struct jit_scalar_count<ScalarEval<T>> : std::integral_constant<int, 1> {};
+template <class F, class... E>
+struct jit_scalar_count<NodeEval<F, E...>> : std::integral_constant<int, (0 + ... + jit_scalar_count<E>::value)> {};
+template <class E>
+inline constexpr int jit_scalars = jit_scalar_count<E>::value > 0 ? jit_scalar_count<E>::value : 1;
+
 // A shard of a candidate expression, flattened for rtc::run_stencil (which plans, generates,
 // compiles and launches, compiled once in tessera_runtime), into the caller's arrays.
 template <class Out, class E, int N>
 rtc::stencil_call jit_stencil_call(const ShardTask<Out, E, N>& t, std::int64_t (&ext)[N], std::int64_t (&out_st)[N],
                                    std::uintptr_t (&op)[leaf_count<E>::value],
-                                   std::int64_t (&op_st)[leaf_count<E>::value * N]) {
+                                   std::int64_t (&op_st)[leaf_count<E>::value * N],
+                                   std::uint64_t (&bits)[jit_scalars<E>]) {
   using T = typename Out::value_type;
   rtc::stencil_call c;
   c.type = std::is_same_v<T, float> ? "float" : "double";
@@ -150,9 +161,10 @@ rtc::stencil_call jit_stencil_call(const ShardTask<Out, E, N>& t, std::int64_t (
   c.op = op;
   c.op_st = op_st;
   const auto& text = jit_text<E>();
-  c.expr = text.first;
-  c.scalar_types = text.second;
-  int i = 0;
+  c.expr = &text.first;
+  c.scalar_types = &text.second;
+  c.scalar_bits = bits;
+  int i = 0, j = 0;
   auto leaf = [&](const auto& lf) {
     op[i] = reinterpret_cast<std::uintptr_t>(lf.p);
     for (int k = 0; k < N; ++k) op_st[i * N + k] = lf.st[k];
@@ -160,12 +172,12 @@ rtc::stencil_call jit_stencil_call(const ShardTask<Out, E, N>& t, std::int64_t (
   };
   auto scalar = [&](const auto& sc) {
     using S = std::decay_t<decltype(sc.value)>;
-    std::uint64_t bits = 0;
+    std::uint64_t b = 0;
     if constexpr (std::is_integral_v<S>)
-      bits = static_cast<std::uint64_t>(static_cast<std::int64_t>(sc.value));
+      b = static_cast<std::uint64_t>(static_cast<std::int64_t>(sc.value));
     else
-      std::memcpy(&bits, &sc.value, sizeof(S));
-    c.scalar_bits.push_back(bits);
+      std::memcpy(&b, &sc.value, sizeof(S));
+    bits[j++] = b;
   };
   for_each_operand(t.e, leaf, scalar);
   return c;
@@ -177,7 +189,8 @@ bool run_jit_stencil(const ShardTask<Out, E, N>& t, int device, int shard) {
   constexpr int L = leaf_count<E>::value;
   std::int64_t ext[N], out_st[N], op_st[L * N];
   std::uintptr_t op[L];
-  return rtc::run_stencil(jit_stencil_call(t, ext, out_st, op, op_st), device, shard);
+  std::uint64_t bits[jit_scalars<E>];
+  return rtc::run_stencil(jit_stencil_call(t, ext, out_st, op, op_st, bits), device, shard);
 }
 
 }  // namespace tessera::detail::cuda

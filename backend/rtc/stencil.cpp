@@ -114,7 +114,7 @@ void fill_words(const stencil_call& c, std::uintptr_t anchor, const std::int64_t
     words.push_back(c.op[i]);
     for (int k = 0; k < N; ++k) words.push_back(word(c.op_st[static_cast<std::ptrdiff_t>(i) * N + k]));
   }
-  words.insert(words.end(), c.scalar_bits.begin(), c.scalar_bits.end());
+  words.insert(words.end(), c.scalar_bits, c.scalar_bits + c.scalar_types->size());
 }
 }  // namespace
 
@@ -128,8 +128,8 @@ stencil_desc describe_stencil(const stencil_call& c, const tile_plan& pl, int ro
   d.rows = rows;
   d.n = N;
   d.head = pl.head;
-  d.expr = c.expr;
-  d.scalar_types = c.scalar_types;
+  d.expr = *c.expr;
+  d.scalar_types = *c.scalar_types;
   d.operands.resize(L);
   d.lo = pl.lo, d.hi = pl.hi, d.left = pl.left, d.right = pl.right;
   d.group = pl.valid;
@@ -229,8 +229,7 @@ void signature_of(const stencil_call& c, std::vector<std::int64_t>& sig) {
 // again; this spares each launch the plan, the description and the program's key (3.5 us of the
 // 4-5 a 3-D diffusion's shard took on the host before, on a 2-core machine).
 struct recent_call {
-  std::string expr;
-  std::vector<std::string> scalar_types;
+  const std::string* expr = nullptr;  // the executor's text of the expression (and its scalars' types)
   std::vector<std::int64_t> sig;
   bool valid = false;
   stencil_desc d;
@@ -259,10 +258,10 @@ const recent_call& prepare(const stencil_call& c, std::vector<std::uint64_t>& wo
   signature_of(c, sig);
   const recent_call* hit = nullptr;
   for (const auto& r : recent)
-    if (r.sig == sig && r.expr == c.expr && r.scalar_types == c.scalar_types) hit = &r;
+    if (r.expr == c.expr && r.sig == sig) hit = &r;
   if (hit == nullptr) {
     recent_call r;
-    r.expr = c.expr, r.scalar_types = c.scalar_types, r.sig = sig;
+    r.expr = c.expr, r.sig = sig;
     tile_plan pl = make_tile_plan(c);
     const bool march = pl.valid && (pl.zlo < 0 || pl.zhi > 0);
     if (march && scalar_march) pl = make_tile_plan(c, true);

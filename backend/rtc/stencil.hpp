@@ -21,7 +21,8 @@ namespace tessera::detail::rtc {
 
 // One shard of a candidate expression, flattened by the executor (backend/cuda/stencil_jit.cuh):
 // the output and every operand (array leaf) by address and strides in elements, the expression
-// written out over L<i> and S<i>, and each scalar's C type and bits.
+// written out over L<i> and S<i>, and each scalar's C type and bits. Nothing is copied: a launch
+// allocates nothing here.
 struct stencil_call {
   const char* type = "";              // float or double: the output's and every operand's
   int elem = 0;                       // its size in bytes
@@ -33,9 +34,11 @@ struct stencil_call {
   std::size_t operands = 0;
   const std::uintptr_t* op = nullptr;   // operands' addresses
   const std::int64_t* op_st = nullptr;  // operands' strides, n each
-  std::string expr;
-  std::vector<std::string> scalar_types;
-  std::vector<std::uint64_t> scalar_bits;
+  // The expression and its scalars' C types: the executor's one copy per expression type
+  // (jit_text), so that calls of one expression point at the same text.
+  const std::string* expr = nullptr;
+  const std::vector<std::string>* scalar_types = nullptr;
+  const std::uint64_t* scalar_bits = nullptr;  // one per scalar type
 };
 
 // Which operands are views of one array a row, a plane and an element apart.

@@ -215,6 +215,17 @@ void emit_edges(std::ostringstream& s, const stencil_desc& d, const word_map& wm
     << in << "}\n";
 }
 
+// The tile's rows (of plane z when marching), then its edges.
+void emit_rows(std::ostringstream& s, const stencil_desc& d, const word_map& wm, bool march) {
+  const char* in = march ? "      " : "    ";
+  s << "#pragma unroll\n"
+    << in << "for (int u = 0; u < U; ++u) {\n"
+    << in << "  if (u < count) {\n";
+  emit_row(s, d, wm, march);
+  s << in << "  }\n" << in << "}\n";
+  emit_edges(s, d, wm, march, in);
+}
+
 // The kernel that takes U rows of one plane per thread (rank 2, or no member in another plane).
 void emit_tile_kernel(std::ostringstream& s, const stencil_desc& d, const word_map& wm) {
   const int left = (d.left >> 3) & 7, right = (d.right >> 3) & 7;  // the members of dz = 0
@@ -264,13 +275,7 @@ void emit_tile_kernel(std::ostringstream& s, const stencil_desc& d, const word_m
         << "      if (next_ok) rt[b] = x;\n"
         << "    }\n";
   }
-  s << "#pragma unroll\n"
-    << "    for (int u = 0; u < U; ++u) {\n"
-    << "      if (u < count) {\n";
-  emit_row(s, d, wm, false);
-  s << "      }\n"
-    << "    }\n";
-  emit_edges(s, d, wm, false, "    ");
+  emit_rows(s, d, wm, false);
   s << "  }\n";
 }
 
@@ -376,13 +381,7 @@ void emit_march_kernel(std::ostringstream& s, const stencil_desc& d, const word_
           << ");\n";
       }
   }
-  s << "#pragma unroll\n"
-    << "      for (int u = 0; u < U; ++u) {\n"
-    << "        if (u < count) {\n";
-  emit_row(s, d, wm, true);
-  s << "        }\n"
-    << "      }\n";
-  emit_edges(s, d, wm, true, "      ");
+  emit_rows(s, d, wm, true);
   s << "      a += ap;\n"
     << "      oz += w[3];\n";
   for (std::size_t i = 0; i < d.operands.size(); ++i)
