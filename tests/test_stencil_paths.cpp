@@ -328,10 +328,12 @@ NodeEval<detail::fn::minus, A, B> sub(A a, B b) {
 // Runs the generated kernel of `out = e` over `box` on the host: the source compiled by the system
 // compiler with the host's stand-ins for CUDA, every thread of the grid in turn (rows: rows per
 // thread; planes: output planes per thread of a marching kernel; scalar: chunks of one element;
-// warps: a marching block's). Checks that the shard has a plan; returns whether its kernel marched.
+// warps: a marching block's; grid_y: a marching grid of so many blocks along y, the rest of the
+// tiles along z, or, with `stride`, blocks striding over the tiles as past 65535^2 of them).
+// Checks that the shard has a plan; returns whether its kernel marched.
 template <class T, int N, class E, std::size_t M>
 bool run_emulated(const OutEval<T, N>& out, const E& e, const std::array<index_t, M>& box, int rows, int planes = 32,
-                  bool scalar = false, int warps = 4) {
+                  bool scalar = false, int warps = 4, unsigned grid_y = 0, bool stride = false) {
   static_assert(M == static_cast<std::size_t>(N), "run_emulated: one extent per dim");
   detail::Extents<N> ext;
   index_t count = 1;
@@ -344,23 +346,31 @@ bool run_emulated(const OutEval<T, N>& out, const E& e, const std::array<index_t
   std::vector<std::uint64_t> words;
   auto d = detail::rtc::describe_stencil(c, pl, rows, words, planes, warps);
   d.emulate = true;
-  using run_fn = void (*)(const void*, unsigned, unsigned);
+  if (stride) d.one_tile = false;
+  using run_fn = void (*)(const void*, unsigned, unsigned, unsigned);
   const auto run = reinterpret_cast<run_fn>(
       detail::rtc::host_symbol(detail::rtc::stencil_source(d), "tessera_stencil_host", "stencil_emulated"));
   unsigned grid[3];
   detail::rtc::stencil_grid(c, d, grid);
-  run(words.data(), grid[0], grid[1]);
+  if (grid_y > 0 && d.march) {
+    const unsigned tiles = grid[1];  // fewer than 65535 here
+    grid[1] = std::min(grid_y, tiles);
+    grid[2] = d.one_tile ? (tiles + grid[1] - 1) / grid[1] : 1;
+  }
+  run(words.data(), grid[0], grid[1], grid[2]);
   return d.march;
 }
 // 3-D diffusion (T2 = T + 0.1 Ci lap(T)) over the interior of an n x ny x nz grid through the
 // emulated kernel, against loops.
 template <class T>
-void diffusion_emulated(index_t n, index_t ny, index_t nz, int rows, int planes, bool scalar = false, int warps = 4) {
-  const auto t = values<T>(static_cast<std::size_t>(n * ny * nz));
-  const auto ci = values<T>(static_cast<std::size_t>(n * ny * nz));
-  auto v = values<T>(static_cast<std::size_t>(n * ny * nz));
+void diffusion_emulated(index_t n, index_t ny, index_t nz, int rows, int planes, bool scalar = false, int warps = 4,
+                        index_t off = 0, unsigned grid_y = 0, bool stride = false) {
+  // off: the arrays start so many elements into their vectors (the march's lines: d.shift).
+  const auto t = values<T>(static_cast<std::size_t>(n * ny * nz + off));
+  const auto ci = values<T>(static_cast<std::size_t>(n * ny * nz + off));
+  auto v = values<T>(static_cast<std::size_t>(n * ny * nz + off));
   auto want = v;
-  const auto id = [&](index_t i, index_t j, index_t k) { return static_cast<std::size_t>(i + n * (j + ny * k)); };
+  const auto id = [&](index_t i, index_t j, index_t k) { return static_cast<std::size_t>(off + i + n * (j + ny * k)); };
   for (index_t k = 1; k < nz - 1; ++k)
     for (index_t j = 1; j < ny - 1; ++j)
       for (index_t i = 1; i < n - 1; ++i)
@@ -379,7 +389,7 @@ void diffusion_emulated(index_t n, index_t ny, index_t nz, int rows, int planes,
                        mul(ScalarEval<T>{T(6)}, T3(t, 1, 1, 1)));
   const auto e = add(T3(t, 1, 1, 1), mul(mul(ScalarEval<T>{T(0.1)}, T3(ci, 1, 1, 1)), lap));
   const OutEval<T, 3> out{v.data() + id(1, 1, 1), {1, n, n * ny}};
-  run_emulated(out, e, std::array<index_t, 3>{n - 2, ny - 2, nz - 2}, rows, planes, scalar, warps);
+  run_emulated(out, e, std::array<index_t, 3>{n - 2, ny - 2, nz - 2}, rows, planes, scalar, warps, grid_y, stride);
   CHECK(v == want);
 }
 }  // namespace
@@ -459,6 +469,21 @@ TEST_CASE("stencils: the generated kernel, run on the host against loops") {
         // Blocks of 8 and 16 warps (TESSERA_JIT_STENCIL_WARPS): more rows per tile than the grid has.
         diffusion_emulated<float>(n, ny, nz, rows, planes, true, 8);
         diffusion_emulated<double>(n, ny, nz, rows, planes, false, 16);
+      }
+  }
+  SUBCASE("3-D diffusion, marching: warps from a 128-byte line, lanes before the head idle; grids along z, strides") {
+    // Arrays from 0 .. 19 elements into their vectors: the first whole chunk at every place of a
+    // line (d.shift), and lanes before it that load and store nothing.
+    for (index_t off = 0; off < 20; off += 3)
+      for (const auto& [rows, planes] : {std::array<int, 2>{1, 2}, std::array<int, 2>{2, 3}}) {
+        INFO("offset " << off << ", rows " << rows << ", planes " << planes);
+        diffusion_emulated<float>(136, 7, 6, rows, planes, false, 4, off);
+        diffusion_emulated<double>(130, 7, 6, rows, planes, false, 4, off);
+        diffusion_emulated<float>(133, 7, 6, rows, planes, true, 4, off);
+        diffusion_emulated<double>(131, 7, 6, rows, planes, true, 4, off);
+        // 3 blocks along y, the other tiles along z (one tile per block), and blocks that stride.
+        diffusion_emulated<float>(136, 9, 6, rows, planes, false, 4, off, 3);
+        diffusion_emulated<double>(131, 9, 6, rows, planes, true, 4, off, 3, true);
       }
   }
   SUBCASE("rank 4: a 3-D stencil over each of 3 slices along dim 3, marching and in row tiles") {

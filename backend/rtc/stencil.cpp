@@ -137,6 +137,11 @@ stencil_desc describe_stencil(const stencil_call& c, const tile_plan& pl, int ro
   d.march = pl.valid && (d.zlo < 0 || d.zhi > 0);
   d.planes = planes;
   d.warps = warps;
+  if (d.march) {
+    const auto e = static_cast<std::int64_t>(c.out / static_cast<std::uintptr_t>(c.elem));
+    d.shift = static_cast<int>((e + d.head) % (128 / c.elem) / K);
+    d.one_tile = c.ext[0] > 0 && c.count / c.ext[0] <= std::int64_t{65535} * 65535;
+  }
   for (std::size_t i = 0; i < L; ++i) {
     const std::int64_t* st = c.op_st + static_cast<std::ptrdiff_t>(i) * N;
     auto& o = d.operands[i];
@@ -165,10 +170,13 @@ void stencil_grid(const stencil_call& c, const stencil_desc& d, unsigned (&grid)
                      x = d.march ? 32 * K : 128 * K;
   std::int64_t tiles = rows * (c.count / (c.ext[0] * c.ext[1]));
   if (d.march) tiles = rows * ((c.ext[2] + d.planes - 1) / d.planes) * (c.count / (c.ext[0] * c.ext[1] * c.ext[2]));
-  // One block at least: its first threads write a row shorter than the head.
-  grid[0] = static_cast<unsigned>(std::max<std::int64_t>(1, (c.ext[0] - d.head + x - 1) / x));
+  // A marching kernel of vector chunks: one more block for the elements outside them (emit_edges).
+  // Otherwise one block at least: its first threads write a row shorter than the head.
+  const std::int64_t chunks = (c.ext[0] - d.head + (d.march ? d.shift * K : 0) + x - 1) / x;
+  grid[0] = static_cast<unsigned>(d.march && K > 1 ? std::max<std::int64_t>(0, chunks) + 1
+                                                   : std::max<std::int64_t>(1, chunks));
   grid[1] = static_cast<unsigned>(std::min<std::int64_t>(tiles, 65535));
-  grid[2] = 1;
+  grid[2] = d.one_tile ? static_cast<unsigned>((tiles + 65534) / 65535) : 1;
 }
 
 namespace {
@@ -191,7 +199,7 @@ std::string key_of(const stencil_desc& d) {
     k += ',';
   }
   for (int v : {d.k, d.rows, d.n, d.head, d.lo, d.hi, d.zlo, d.zhi, d.left, d.right, d.march ? d.planes : 0,
-                d.march ? d.warps : 0, int(d.group), int(d.march), int(d.emulate)})
+                d.march ? d.warps : 0, int(d.group), int(d.march), int(d.emulate), d.shift, int(d.one_tile)})
     put(v);
   for (const auto& o : d.operands)
     for (int v : {o.member, o.dy, o.dz, o.s, o.mode, o.m}) put(v);
@@ -209,15 +217,16 @@ program& stencil_program(const stencil_desc& d) {
   return *p;
 }
 // What a call's plan and description depend on, apart from the expression: the element size, the
-// rank, the strides, the addresses modulo 16 bytes and the operands' distances from the first
-// (not the extents, nor where the arrays lie).
+// rank, the strides, the addresses modulo 128 bytes, the operands' distances from the first and
+// whether one grid holds a block per tile (not the extents, nor where the arrays lie).
 void signature_of(const stencil_call& c, std::vector<std::int64_t>& sig) {
   sig.clear();
   sig.push_back(c.elem);
   sig.push_back(c.n);
-  sig.push_back(static_cast<std::int64_t>(c.out % 16));
+  sig.push_back(static_cast<std::int64_t>(c.out % 128));
+  sig.push_back(c.ext[0] > 0 && c.count / c.ext[0] <= std::int64_t{65535} * 65535);
   sig.insert(sig.end(), c.out_st, c.out_st + c.n);
-  sig.push_back(c.operands ? static_cast<std::int64_t>(c.op[0] % 16) : 0);
+  sig.push_back(c.operands ? static_cast<std::int64_t>(c.op[0] % 128) : 0);
   for (std::size_t i = 0; i < c.operands; ++i) {
     sig.push_back(static_cast<std::int64_t>(c.op[i] - c.op[0]));
     const std::int64_t* st = c.op_st + static_cast<std::ptrdiff_t>(i) * c.n;
