@@ -89,7 +89,7 @@ void emit_head(std::ostringstream& s, const stencil_desc& d, const word_map& wm)
     s << "#include <cstring>\n"
       << "struct dim3_ { unsigned x, y, z; };\n"
       << "static dim3_ blockIdx, threadIdx, blockDim, gridDim;\n"
-      << "#define __global__\n#define __device__\n#define __forceinline__ inline\n#define __launch_bounds__(n)\n"
+      << "#define __global__\n#define __device__\n#define __forceinline__ inline\n#define __launch_bounds__(...)\n"
       << "struct float4 { float x, y, z, w; };\nstruct double2 { double x, y; };\n"
       << "template <class X> inline X __ldg(const X* p) { X v; std::memcpy(&v, p, sizeof v); return v; }\n"
       << "inline float __int_as_float(int i) { float f; std::memcpy(&f, &i, 4); return f; }\n"
