@@ -102,6 +102,11 @@ struct stencil_desc {
   // registers).
   int shift = 0;
   bool one_tile = false;
+  // Marching with vector chunks: the chunks that straddle the box's first or last element are
+  // loaded whole and stored element by element, by the same threads (no block for the elements
+  // outside whole chunks). Float chunks only (faster there; not for double: describe_stencil), and
+  // only where each such chunk holds an element some member or operand reads (partial_ok).
+  bool partial = false;
   int threads() const { return 32 * (march ? warps : 4); }
   // For tests: a host translation unit instead (extern "C" tessera_stencil_host(const P*, grid x,
   // grid y) runs every thread of the grid in turn, reading the elements beside a chunk from memory

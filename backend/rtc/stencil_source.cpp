@@ -126,11 +126,20 @@ void emit_head(std::ostringstream& s, const stencil_desc& d, const word_map& wm)
   s << "  const int lane = threadIdx.x & 31;\n"
     << "  const long long x0 = " << d.head << " + ((long long)blockIdx.x * "
     << (d.march ? cat("32 + lane - ", d.shift) : "blockDim.x + threadIdx.x") << ") * K;\n"
-    << "  const bool whole = " << (d.march ? "x0 >= " : "") << (d.march ? cat(d.head, " && ") : "")
-    << "x0 + K <= inner;\n"
-    << (d.emulate ? "  const bool prev_ok = false, next_ok = false;\n  (void)lane;\n"
-                  : cat("  const bool prev_ok = lane != 0", d.march ? cat(" && x0 - K >= ", d.head) : "",
-                        ", next_ok = lane != 31 && x0 + 2 * K <= inner;\n"))
+    << "  const bool whole = " << (d.march ? "x0 >= " : "") << (d.march ? cat(d.partial ? 0 : d.head, " && ") : "")
+    << "x0 + K <= inner;\n";
+  // part: the chunk holds an element of the box (loaded whole, stored element by element when it
+  // is not whole); otherwise the same as whole.
+  if (d.partial)
+    s << "  const bool part = x0 + K > 0 && x0 < inner;\n"
+      << (d.emulate ? "  const bool prev_ok = false, next_ok = false;\n  (void)lane;\n"
+                    : "  const bool prev_ok = lane != 0 && x0 > 0, next_ok = lane != 31 && x0 + K < inner;\n");
+  else
+    s << (d.march ? "  const bool part = whole;\n" : "")
+      << (d.emulate ? "  const bool prev_ok = false, next_ok = false;\n  (void)lane;\n"
+                    : cat("  const bool prev_ok = lane != 0", d.march ? cat(" && x0 - K >= ", d.head) : "",
+                          ", next_ok = lane != 31 && x0 + 2 * K <= inner;\n"));
+  s
     << "  const bool edges = " << (d.march ? "lane < 2 * K" : "blockIdx.x == 0 && threadIdx.x < 2 * K") << ";\n";
 }
 
@@ -168,7 +177,7 @@ void emit_row(std::ostringstream& s, const stencil_desc& d, const word_map& wm, 
     const std::string st0 = wm.at(wm.op(i) + 1), st1 = wm.at(wm.op(i) + 2);
     // Marching: a pointer per operand to its element x = 0 of the tile's first row in plane z.
     const std::string at = march ? cat("zp", i, " + u * ", st1) : cat("q", i, " + b", i, " + u * ", st1);
-    s << "        if (whole) {\n";
+    s << "        if (" << (march && o.mode == 0 ? "part" : "whole") << ") {\n";
     if (o.mode == 0) {
       s << "          load_v(" << at << " + x0, L" << i << ");\n";
     } else if (o.mode == 1) {
@@ -198,6 +207,11 @@ void emit_row(std::ostringstream& s, const stencil_desc& d, const word_map& wm, 
     s << "        O[" << j << "] = (T)"
       << expr_with(d.expr, [&](int i) { return cat("L", i, "[", j, "]"); }) << ";\n";
   s << "        if (whole) store_v(" << (march ? "oz" : "out + ob") << " + x0 + u * w[2], O);\n";
+  if (march && d.partial)
+    s << "        else if (part)\n"
+      << "#pragma unroll\n"
+      << "          for (int j = 0; j < K; ++j)\n"
+      << "            if (x0 + j >= 0 && x0 + j < inner) oz[x0 + j + u * w[2]] = O[j];\n";
 }
 
 // The elements before the first aligned output and after the last whole vector, one by one, by
@@ -316,7 +330,7 @@ void emit_march_kernel(std::ostringstream& s, const stencil_desc& d, const word_
   // chunk: the grid's last block along dim 0 takes them (emit_edges), apart from the marching
   // blocks, so that their addresses take no registers of the march (62 -> 56 for float, and 0.78x
   // -> 0.86x memcpy for the float diffusion on an H200).
-  const bool edge_block = d.k > 1;
+  const bool edge_block = d.k > 1 && !d.partial;
   s << "  const long long planes = " << wm.at(wm.ext + 2) << ";\n"
     << "  const long long per_slice = (rows1 + " << d.warps << " * U - 1) / (" << d.warps << " * U);\n"
     << "  const long long zch = (planes + " << d.planes << " - 1) / " << d.planes << ";\n"
@@ -394,7 +408,7 @@ void emit_march_kernel(std::ostringstream& s, const stencil_desc& d, const word_
         if (n2 != "false")
           before += cat(" && !(", n2, " && zz >= ", dz2 - dz, ")");
       }
-      s << "      if (whole && " << need << before << ") load_v(a + " << dz << " * ap + " << q << " * ar, r["
+      s << "      if (part && " << need << before << ") load_v(a + " << dz << " * ap + " << q << " * ar, r["
         << dz + 1 << "][" << b << "]);\n";
     }
   // The elements just before and after each chunk that a member reads: from the lanes beside, the
@@ -415,7 +429,10 @@ void emit_march_kernel(std::ostringstream& s, const stencil_desc& d, const word_
             s << "      { const T v = __shfl_down_sync(0xffffffffu, r" << slot << "[0], 1); if (next_ok) rt" << slot
               << " = v; }\n";
         }
-        s << "      if (whole && " << need << " && !" << (side == 0 ? "prev_ok" : "next_ok") << ") " << reg << slot
+        // From memory only for an element of the box: a straddling chunk's element before the box
+        // (or after it) is not an output.
+        s << "      if (" << (side == 0 ? "part && x0 >= 0" : "part && x0 + K <= inner") << " && " << need << " && !"
+          << (side == 0 ? "prev_ok" : "next_ok") << ") " << reg << slot
           << " = __ldg(a + " << dz << " * ap + " << b - 1 << " * ar" << (side == 0 ? " - 1" : " + K")
           << ");\n";
       }
