@@ -71,12 +71,14 @@ word_map words_of(const stencil_desc& d) {
   return m;
 }
 
-// A marching kernel's least blocks per SM, for its registers: 40 warps of vector chunks (the
-// double diffusion 0.890x -> 0.922x memcpy on an H200 at 48 registers instead of 56), 64 of
-// single elements (32 registers: 0.772x -> 0.866x). A plane's kernel: as the compiler likes.
+// A marching kernel's least blocks per SM, for its registers (3-D diffusion on an H200): 48 warps
+// of float chunks taking the straddling chunks (40 registers: 0.920x -> 0.932x memcpy), 40 of
+// double chunks (48 registers: 0.890x -> 0.922x; 44 warps spill), 64 of single elements (32
+// registers: 0.772x -> 0.866x). Expressions of more than 10 operands, and a plane's kernel: as
+// the compiler likes (a bound that made them spill would cost more than the warps gain).
 std::string launch_blocks(const stencil_desc& d) {
-  if (!d.march) return "";
-  return cat(", ", (d.k == 1 ? 2048 : 1280) / d.threads());
+  if (!d.march || d.operands.size() > 10) return "";
+  return cat(", ", (d.k == 1 ? 2048 : d.partial ? 1536 : 1280) / d.threads());
 }
 
 // The typedefs and helpers, the kernel's signature and its first lines (the box, the scalars and
