@@ -137,11 +137,12 @@ void stencil_grid(const stencil_call& c, const stencil_desc& d, unsigned (&grid)
 // key of its description (the source is written only then; the compiled code is also cached on
 // disk, rtc.cpp). Rows per thread: TESSERA_JIT_STENCIL_ROWS (1 to 16; default 8 for a plane's kernel:
 // Jacobi 16384^2 float on an H200 reached 0.887x memcpy with 2, 0.960x with 4, 0.971x with 8; 1 for
-// a marching one); planes per thread: TESSERA_JIT_STENCIL_PLANES (1 to 4096, default 8: the 3-D
-// diffusion 512^3 reached 0.772x float and 0.823x double with 8, 0.739x and 0.798x with 16);
-// TESSERA_JIT_STENCIL_SCALAR=1: a marching kernel takes one element per thread and row (chunks of
-// K = 1) instead of 16 bytes; TESSERA_JIT_STENCIL_WARPS (4, 8 or 16, default 4): a marching block's
-// warps (not measured on a GPU yet, either).
+// a marching one); planes per thread: TESSERA_JIT_STENCIL_PLANES (1 to 4096, default 4 for float
+// chunks, 8 otherwise: the 3-D diffusion 512^3 on an H200 reached 0.932x float with 4, 0.901x with
+// 8; 0.922x double with 8, 0.900x with 4); TESSERA_JIT_STENCIL_SCALAR=1: a marching kernel takes
+// one element per thread and row (chunks of K = 1; 0.706x float, 0.866x double) instead of 16
+// bytes; TESSERA_JIT_STENCIL_WARPS (4, 8 or 16, default 4): a marching block's warps (8: 0.910x
+// float, 0.915x double).
 bool run_stencil(const stencil_call& c, int device, int shard);
 // What run_stencil launches for `c`: the description of its kernel, from this thread's last 8
 // calls when one had the same shape (expression, element size, strides, addresses modulo 16 bytes,
