@@ -145,7 +145,7 @@ void stencil_grid(const stencil_call& c, const stencil_desc& d, unsigned (&grid)
 // float, 0.915x double).
 bool run_stencil(const stencil_call& c, int device, int shard);
 // What run_stencil launches for `c`: the description of its kernel, from this thread's last 8
-// calls when one had the same shape (expression, element size, strides, addresses modulo 16 bytes,
+// calls when one had the same shape (expression, element size, strides, addresses modulo 128 bytes,
 // the operands' distances from the first; planned and described otherwise), and its parameter
 // words; nullptr when `c` has no plan. The description lives until 8 other shapes have been seen.
 const stencil_desc* prepare_stencil(const stencil_call& c, std::vector<std::uint64_t>& words);
