@@ -14,6 +14,8 @@
 // When some member lies in another plane (a 3-D stencil), the kernel marches along dim 2 instead
 // (emit_march_kernel): a block is 4, 8 or 16 warps of rows, each thread keeps the anchor's rows of
 // the planes z - 1, z and z + 1 in registers and loads each row once, as it comes into the window.
+// Its warps start on 128-byte lines; the elements outside whole chunks are taken by the grid's
+// last block along dim 0, or (float) by the threads whose chunks straddle the box's ends.
 #include <backend/rtc/stencil.hpp>
 
 #include <algorithm>
@@ -141,8 +143,7 @@ void emit_head(std::ostringstream& s, const stencil_desc& d, const word_map& wm)
       << (d.emulate ? "  const bool prev_ok = false, next_ok = false;\n  (void)lane;\n"
                     : cat("  const bool prev_ok = lane != 0", d.march ? cat(" && x0 - K >= ", d.head) : "",
                           ", next_ok = lane != 31 && x0 + 2 * K <= inner;\n"));
-  s
-    << "  const bool edges = " << (d.march ? "lane < 2 * K" : "blockIdx.x == 0 && threadIdx.x < 2 * K") << ";\n";
+  s << "  const bool edges = " << (d.march ? "lane < 2 * K" : "blockIdx.x == 0 && threadIdx.x < 2 * K") << ";\n";
 }
 
 // Every operand's offset at x = 0 of the tile's first row (plane 0 when marching), the output's too.
@@ -330,8 +331,9 @@ void emit_march_kernel(std::ostringstream& s, const stencil_desc& d, const word_
   };
   // Vector chunks (K > 1) leave elements before the first aligned output and after the last whole
   // chunk: the grid's last block along dim 0 takes them (emit_edges), apart from the marching
-  // blocks, so that their addresses take no registers of the march (62 -> 56 for float, and 0.78x
-  // -> 0.86x memcpy for the float diffusion on an H200).
+  // blocks, so that their addresses take no registers of the march (with the 32-bit plane counter
+  // and one tile per block: the double diffusion on an H200 0.82x -> 0.89x memcpy, 56 -> 46
+  // registers), unless the march takes the straddling chunks itself (d.partial).
   const bool edge_block = d.k > 1 && !d.partial;
   s << "  const long long planes = " << wm.at(wm.ext + 2) << ";\n"
     << "  const long long per_slice = (rows1 + " << d.warps << " * U - 1) / (" << d.warps << " * U);\n"
