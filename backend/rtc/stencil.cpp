@@ -116,9 +116,7 @@ void fill_words(const stencil_call& c, std::uintptr_t anchor, const std::int64_t
   }
   words.insert(words.end(), c.scalar_bits, c.scalar_bits + c.scalar_types->size());
 }
-}  // namespace
 
-namespace {
 // Whether a marching kernel may load the chunks that straddle the box's ends whole: each holds an
 // element that is read anyway (so the 16-byte load lies in the same allocation). A loaded row is
 // read by some member at its (dz, dy), so each (dz, dy) with members needs one with s <= 0 (the
@@ -137,6 +135,12 @@ bool partial_ok(const stencil_desc& d) {
     if (!le || !ge) return false;
   }
   return true;
+}
+
+// Whether a marching kernel's grid holds a block per tile (grid y and z; otherwise its blocks
+// stride over the tiles): with at most 65535^2 rows, there are at most as many tiles.
+bool one_tile_grid(const stencil_call& c) {
+  return c.ext[0] > 0 && c.count / c.ext[0] <= std::int64_t{65535} * 65535;
 }
 }  // namespace
 
@@ -162,7 +166,7 @@ stencil_desc describe_stencil(const stencil_call& c, const tile_plan& pl, int ro
   if (d.march) {
     const auto e = static_cast<std::int64_t>(c.out / static_cast<std::uintptr_t>(c.elem));
     d.shift = static_cast<int>((e + d.head) % (128 / c.elem) / K);
-    d.one_tile = c.ext[0] > 0 && c.count / c.ext[0] <= std::int64_t{65535} * 65535;
+    d.one_tile = one_tile_grid(c);
   }
   for (std::size_t i = 0; i < L; ++i) {
     const std::int64_t* st = c.op_st + static_cast<std::ptrdiff_t>(i) * N;
@@ -201,8 +205,8 @@ void stencil_grid(const stencil_call& c, const stencil_desc& d, unsigned (&grid)
   // A marching kernel of vector chunks: one more block for the elements outside them (emit_edges).
   // Otherwise one block at least: its first threads write a row shorter than the head.
   const std::int64_t chunks = (c.ext[0] - d.head + (d.march ? d.shift * K : 0) + x - 1) / x;
-  grid[0] = static_cast<unsigned>(d.march && K > 1 && !d.partial ? std::max<std::int64_t>(0, chunks) + 1
-                                                                 : std::max<std::int64_t>(1, chunks));
+  grid[0] = static_cast<unsigned>(d.edge_block() ? std::max<std::int64_t>(0, chunks) + 1
+                                                 : std::max<std::int64_t>(1, chunks));
   grid[1] = static_cast<unsigned>(std::min<std::int64_t>(tiles, 65535));
   grid[2] = d.one_tile ? static_cast<unsigned>((tiles + 65534) / 65535) : 1;
 }
@@ -253,7 +257,7 @@ void signature_of(const stencil_call& c, std::vector<std::int64_t>& sig) {
   sig.push_back(c.elem);
   sig.push_back(c.n);
   sig.push_back(static_cast<std::int64_t>(c.out % 128));
-  sig.push_back(c.ext[0] > 0 && c.count / c.ext[0] <= std::int64_t{65535} * 65535);
+  sig.push_back(one_tile_grid(c));
   sig.insert(sig.end(), c.out_st, c.out_st + c.n);
   sig.push_back(c.operands ? static_cast<std::int64_t>(c.op[0] % 128) : 0);
   for (std::size_t i = 0; i < c.operands; ++i) {

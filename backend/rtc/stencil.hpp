@@ -108,6 +108,9 @@ struct stencil_desc {
   // only where each such chunk holds an element some member or operand reads (partial_ok).
   bool partial = false;
   int threads() const { return 32 * (march ? warps : 4); }
+  // A marching kernel of vector chunks that leaves the elements outside whole chunks to the grid's
+  // last block along dim 0.
+  bool edge_block() const { return march && k > 1 && !partial; }
   // For tests: a host translation unit instead (extern "C" tessera_stencil_host(const P*, grid x,
   // grid y) runs every thread of the grid in turn, reading the elements beside a chunk from memory
   // rather than from the lanes beside it), so that the kernel's indexing, rows, members and edges
@@ -129,8 +132,9 @@ inline std::size_t stencil_words(const stencil_desc& d) {
 stencil_desc describe_stencil(const stencil_call& c, const tile_plan& pl, int rows, std::vector<std::uint64_t>& words,
                               int planes = 32, int warps = 4);
 // The kernel's grid for `c` (blocks of d.threads()): chunks of 128 K elements along dim 0 (32 K when
-// it marches), then row tiles (of planes chunks when it marches) up to 65535, which the kernel
-// strides over.
+// it marches, from the line of `shift`, and one block more for d.edge_block()), then row tiles (of
+// planes chunks when it marches): up to 65535 along y, which the kernel strides over, or, for a
+// march of one tile per block, the rest along z.
 void stencil_grid(const stencil_call& c, const stencil_desc& d, unsigned (&grid)[3]);
 // Runs the shard through its generated kernel on the device's stream when it has a plan, and
 // returns whether it did. The kernel is generated and compiled on first use and kept by a short

@@ -130,20 +130,24 @@ void emit_head(std::ostringstream& s, const stencil_desc& d, const word_map& wm)
   s << "  const int lane = threadIdx.x & 31;\n"
     << "  const long long x0 = " << d.head << " + ((long long)blockIdx.x * "
     << (d.march ? cat("32 + lane - ", d.shift) : "blockDim.x + threadIdx.x") << ") * K;\n"
-    << "  const bool whole = " << (d.march ? "x0 >= " : "") << (d.march ? cat(d.partial ? 0 : d.head, " && ") : "")
+    << "  const bool whole = " << (d.march ? cat("x0 >= ", d.partial ? 0 : d.head, " && ") : "")
     << "x0 + K <= inner;\n";
-  // part: the chunk holds an element of the box (loaded whole, stored element by element when it
-  // is not whole); otherwise the same as whole.
-  if (d.partial)
-    s << "  const bool part = x0 + K > 0 && x0 < inner;\n"
-      << (d.emulate ? "  const bool prev_ok = false, next_ok = false;\n  (void)lane;\n"
-                    : "  const bool prev_ok = lane != 0 && x0 > 0, next_ok = lane != 31 && x0 + K < inner;\n");
+  // part (marching): the chunk holds an element of the box (loaded whole, stored element by
+  // element when it is not whole); without d.partial the same as whole. prev_ok / next_ok: the
+  // lane beside loaded the chunk before / after this one.
+  if (d.march) s << "  const bool part = " << (d.partial ? "x0 + K > 0 && x0 < inner" : "whole") << ";\n";
+  if (d.emulate)
+    s << "  const bool prev_ok = false, next_ok = false;\n  (void)lane;\n";
+  else if (d.partial)
+    s << "  const bool prev_ok = lane != 0 && x0 > 0, next_ok = lane != 31 && x0 + K < inner;\n";
   else
-    s << (d.march ? "  const bool part = whole;\n" : "")
-      << (d.emulate ? "  const bool prev_ok = false, next_ok = false;\n  (void)lane;\n"
-                    : cat("  const bool prev_ok = lane != 0", d.march ? cat(" && x0 - K >= ", d.head) : "",
-                          ", next_ok = lane != 31 && x0 + 2 * K <= inner;\n"));
-  s << "  const bool edges = " << (d.march ? "lane < 2 * K" : "blockIdx.x == 0 && threadIdx.x < 2 * K") << ";\n";
+    s << "  const bool prev_ok = lane != 0" << (d.march ? cat(" && x0 - K >= ", d.head) : "")
+      << ", next_ok = lane != 31 && x0 + 2 * K <= inner;\n";
+  // The threads that take the elements outside whole chunks (emit_edges).
+  if (!d.march)
+    s << "  const bool edges = blockIdx.x == 0 && threadIdx.x < 2 * K;\n";
+  else if (d.edge_block())
+    s << "  const bool edges = lane < 2 * K;\n";
 }
 
 // Every operand's offset at x = 0 of the tile's first row (plane 0 when marching), the output's too.
@@ -334,7 +338,6 @@ void emit_march_kernel(std::ostringstream& s, const stencil_desc& d, const word_
   // blocks, so that their addresses take no registers of the march (with the 32-bit plane counter
   // and one tile per block: the double diffusion on an H200 0.82x -> 0.89x memcpy, 56 -> 46
   // registers), unless the march takes the straddling chunks itself (d.partial).
-  const bool edge_block = d.k > 1 && !d.partial;
   s << "  const long long planes = " << wm.at(wm.ext + 2) << ";\n"
     << "  const long long per_slice = (rows1 + " << d.warps << " * U - 1) / (" << d.warps << " * U);\n"
     << "  const long long zch = (planes + " << d.planes << " - 1) / " << d.planes << ";\n"
@@ -357,7 +360,7 @@ void emit_march_kernel(std::ostringstream& s, const stencil_desc& d, const word_
     << "    const int nz = (int)(z1 - z0);\n"
     << "    long long ob = 0;\n"
     << "    for (int k = 3; k < N; ++k) ob += idx[k] * w[1 + k];\n";
-  if (edge_block) {
+  if (d.edge_block()) {
     s << "    if (blockIdx.x == gridDim.x - 1) {\n"
       << "      const long long ar = w[" << wm.anchor_st + 1 << "], ap = w[" << wm.anchor_st + 2 << "];\n"
       << "      const T* ab = (const T*)p.w[" << wm.anchor << "] + y0 * ar;\n"
