@@ -108,8 +108,8 @@ struct stencil_desc {
   // only where each such chunk holds an element some member or operand reads (partial_ok).
   bool partial = false;
   int threads() const { return 32 * (march ? warps : 4); }
-  // A marching kernel of vector chunks that leaves the elements outside whole chunks to the grid's
-  // last block along dim 0.
+  // A marching kernel of vector chunks that leaves the elements outside whole chunks to a kernel of
+  // their own (tessera_stencil_edges, launched after it: stencil_edge_blocks).
   bool edge_block() const { return march && k > 1 && !partial; }
   // For tests: a host translation unit instead (extern "C" tessera_stencil_host(const P*, grid x,
   // grid y) runs every thread of the grid in turn, reading the elements beside a chunk from memory
@@ -132,10 +132,17 @@ inline std::size_t stencil_words(const stencil_desc& d) {
 stencil_desc describe_stencil(const stencil_call& c, const tile_plan& pl, int rows, std::vector<std::uint64_t>& words,
                               int planes = 32, int warps = 4);
 // The kernel's grid for `c` (blocks of d.threads()): chunks of 128 K elements along dim 0 (32 K when
-// it marches, from the line of `shift`, and one block more for d.edge_block()), then row tiles (of
-// planes chunks when it marches): up to 65535 along y, which the kernel strides over, or, for a
-// march of one tile per block, the rest along z.
+// it marches, from the line of `shift`), then row tiles (of planes chunks when it marches): up to
+// 65535 along y, which the kernel strides over, or, for a march of one tile per block, the rest
+// along z.
 void stencil_grid(const stencil_call& c, const stencil_desc& d, unsigned (&grid)[3]);
+// The edge kernel's blocks (of stencil_edge_threads rows of one element outside whole chunks, over
+// stencil_edge_planes planes; striding past 2^20 blocks) for `c`: 0 when d.edge_block() is false
+// or there is no such element.
+// Its source: tessera_stencil_edges in stencil_source(d), and, emulated, tessera_stencil_edges_host
+// (const P*, grid x).
+constexpr int stencil_edge_threads = 128, stencil_edge_planes = 8;
+unsigned stencil_edge_blocks(const stencil_call& c, const stencil_desc& d);
 // Runs the shard through its generated kernel on the device's stream when it has a plan, and
 // returns whether it did. The kernel is generated and compiled on first use and kept by a short
 // key of its description (the source is written only then; the compiled code is also cached on

@@ -80,7 +80,7 @@ word_map words_of(const stencil_desc& d) {
 // the compiler likes (a bound that made them spill would cost more than the warps gain).
 std::string launch_blocks(const stencil_desc& d) {
   if (!d.march || d.operands.size() > 10) return "";
-  return cat(", ", (d.k == 1 ? 2048 : d.partial ? 1536 : 1280) / d.threads());
+  return cat(", ", (d.k == 1 ? 2048 : d.partial && d.k == 4 ? 1536 : 1280) / d.threads());
 }
 
 // The typedefs and helpers, the kernel's signature and its first lines (the box, the scalars and
@@ -136,6 +136,10 @@ void emit_head(std::ostringstream& s, const stencil_desc& d, const word_map& wm)
   // element when it is not whole); without d.partial the same as whole. prev_ok / next_ok: the
   // lane beside loaded the chunk before / after this one.
   if (d.march) s << "  const bool part = " << (d.partial ? "x0 + K > 0 && x0 < inner" : "whole") << ";\n";
+  // keep<j>: a straddling chunk's element j lies in the box. Once per thread: tested per plane,
+  // the double march took 64 registers (48 with spills at 40 warps: 0.82x memcpy); so 48 (0.98x).
+  if (d.partial)
+    for (int j = 0; j < d.k; ++j) s << "  const bool keep" << j << " = x0 + " << j << " >= 0 && x0 + " << j << " < inner;\n";
   if (d.emulate)
     s << "  const bool prev_ok = false, next_ok = false;\n  (void)lane;\n";
   else if (d.partial)
@@ -144,10 +148,7 @@ void emit_head(std::ostringstream& s, const stencil_desc& d, const word_map& wm)
     s << "  const bool prev_ok = lane != 0" << (d.march ? cat(" && x0 - K >= ", d.head) : "")
       << ", next_ok = lane != 31 && x0 + 2 * K <= inner;\n";
   // The threads that take the elements outside whole chunks (emit_edges).
-  if (!d.march)
-    s << "  const bool edges = blockIdx.x == 0 && threadIdx.x < 2 * K;\n";
-  else if (d.edge_block())
-    s << "  const bool edges = lane < 2 * K;\n";
+  if (!d.march) s << "  const bool edges = blockIdx.x == 0 && threadIdx.x < 2 * K;\n";
 }
 
 // Every operand's offset at x = 0 of the tile's first row (plane 0 when marching), the output's too.
@@ -214,38 +215,27 @@ void emit_row(std::ostringstream& s, const stencil_desc& d, const word_map& wm, 
     s << "        O[" << j << "] = (T)"
       << expr_with(d.expr, [&](int i) { return cat("L", i, "[", j, "]"); }) << ";\n";
   s << "        if (whole) store_v(" << (march ? "oz" : "out + ob") << " + x0 + u * w[2], O);\n";
-  if (march && d.partial)
-    s << "        else if (part)\n"
-      << "#pragma unroll\n"
-      << "          for (int j = 0; j < K; ++j)\n"
-      << "            if (x0 + j >= 0 && x0 + j < inner) oz[x0 + j + u * w[2]] = O[j];\n";
+  if (march && d.partial) {
+    s << "        else if (part) {\n";
+    for (int j = 0; j < d.k; ++j) s << "          if (keep" << j << ") oz[x0 + " << j << " + u * w[2]] = O[" << j << "];\n";
+    s << "        }\n";
+  }
 }
 
 // The elements before the first aligned output and after the last whole vector, one by one, by
-// the first 2K threads of the blocks at x = 0 (a plane's kernel), or of the last block along dim 0
-// (plane z0 + zz of a marching kernel: members read from the anchor's element `ae`, so that the
-// block needs few registers; ab, rest<i> and the loop around it from emit_march_kernel).
-void emit_edges(std::ostringstream& s, const stencil_desc& d, const word_map& wm, bool march, const char* in) {
+// the first 2K threads of the blocks at x = 0 (a plane's kernel; a march leaves them to its own
+// kernel, emit_edge_kernel).
+void emit_edges(std::ostringstream& s, const stencil_desc& d, const word_map& wm, const char* in) {
   s << in << "if (edges) {\n"
-    << in << "  const long long j = " << (march ? "lane" : "threadIdx.x") << ";\n"
+    << in << "  const long long j = threadIdx.x;\n"
     << in << "  const long long tail = " << d.head << " + (inner - " << d.head << ") / K * K;\n"
     << in << "  const long long e = j < K ? j : tail + (j - K);\n"
     << in << "  if (e < inner && (j >= K || e < " << d.head << ")) {\n"
-    << (march ? cat(in, "#pragma unroll 1\n") : "") << in << "    for (int u = 0; u < count; ++u) {\n";
-  if (march) s << in << "      const T* const ae = ab + (z0 + zz) * ap + u * ar + e;\n";
-  for (std::size_t i = 0; i < d.operands.size(); ++i) {
-    const auto& o = d.operands[i];
-    s << in << "      const T E" << i << " = __ldg(";
-    if (march && o.member)
-      s << "ae + " << o.dz << " * ap + " << o.dy << " * ar + " << o.s << ");\n";
-    else if (march)
-      s << "(const T*)p.w[" << wm.op(i) << "] + y0 * " << wm.at(wm.op(i) + 2) << " + rest" << i << " + (z0 + zz) * "
-        << wm.at(wm.op(i) + 3) << " + u * " << wm.at(wm.op(i) + 2) << " + e * " << wm.at(wm.op(i) + 1) << ");\n";
-    else
-      s << "q" << i << " + b" << i << " + u * " << wm.at(wm.op(i) + 2) << " + e * " << wm.at(wm.op(i) + 1) << ");\n";
-  }
-  s << in << "      " << (march ? "out[ob + y0 * w[2] + (z0 + zz) * w[3] + " : "out[ob + ") << "u * w[2] + e] = (T)"
-    << expr_with(d.expr, [](int i) { return cat("E", i); }) << ";\n"
+    << in << "    for (int u = 0; u < count; ++u) {\n";
+  for (std::size_t i = 0; i < d.operands.size(); ++i)
+    s << in << "      const T E" << i << " = __ldg(q" << i << " + b" << i << " + u * " << wm.at(wm.op(i) + 2)
+      << " + e * " << wm.at(wm.op(i) + 1) << ");\n";
+  s << in << "      out[ob + u * w[2] + e] = (T)" << expr_with(d.expr, [](int i) { return cat("E", i); }) << ";\n"
     << in << "    }\n"
     << in << "  }\n"
     << in << "}\n";
@@ -259,7 +249,7 @@ void emit_rows(std::ostringstream& s, const stencil_desc& d, const word_map& wm,
     << in << "  if (u < count) {\n";
   emit_row(s, d, wm, march);
   s << in << "  }\n" << in << "}\n";
-  if (!march) emit_edges(s, d, wm, false, in);
+  if (!march) emit_edges(s, d, wm, in);
 }
 
 // The kernel that takes U rows of one plane per thread (rank 2, or no member in another plane).
@@ -360,22 +350,6 @@ void emit_march_kernel(std::ostringstream& s, const stencil_desc& d, const word_
     << "    const int nz = (int)(z1 - z0);\n"
     << "    long long ob = 0;\n"
     << "    for (int k = 3; k < N; ++k) ob += idx[k] * w[1 + k];\n";
-  if (d.edge_block()) {
-    s << "    if (blockIdx.x == gridDim.x - 1) {\n"
-      << "      const long long ar = w[" << wm.anchor_st + 1 << "], ap = w[" << wm.anchor_st + 2 << "];\n"
-      << "      const T* ab = (const T*)p.w[" << wm.anchor << "] + y0 * ar;\n"
-      << "      for (int k = 3; k < N; ++k) ab += idx[k] * w[" << wm.anchor_st << " + k];\n";
-    for (std::size_t i = 0; i < d.operands.size(); ++i)
-      if (!d.operands[i].member)
-        s << "      long long rest" << i << " = 0;\n"
-          << "      for (int k = 3; k < N; ++k) rest" << i << " += idx[k] * w[" << wm.op(i) + 1 << " + k];\n";
-    s << "#pragma unroll 1\n"
-      << "      for (int zz = 0; zz < nz; ++zz) {\n";
-    emit_edges(s, d, wm, true, "        ");
-    s << "      }\n"
-      << (d.one_tile ? "      return;\n" : "      continue;\n")
-      << "    }\n";
-  }
   // Running pointers to plane z of the output (oz: at x = 0), the anchor (a: at the thread's
   // chunk) and each other operand (zp<i>).
   s << "    long long ao = x0;\n"
@@ -452,6 +426,96 @@ void emit_march_kernel(std::ostringstream& s, const stencil_desc& d, const word_
   s << "    }\n"
     << "  }\n";
 }
+// The kernel of a march's edges (d.edge_block()): the elements before the first aligned output and
+// after the last whole chunk of every row. A block takes 128 consecutive rows of one such element
+// (lanes along dim 1, so that a warp's rows y - 1 and y + 1 are its neighbours' rows y, from L1)
+// and stencil_edge_planes planes, marching along dim 2 with each member's element in a register of
+// its own, passed down a plane as in the march. In the march's own grid (its last block along
+// dim 0) these elements cost the double diffusion on an H200 6% (0.922x memcpy; 0.978x without).
+void emit_edge_kernel(std::ostringstream& s, const stencil_desc& d, const word_map& wm) {
+  // v<dz + 1><dy + 1><s + 1>: the anchor's element read by members at (dz, dy, s), once each.
+  bool used[3][3][3] = {};
+  for (const auto& o : d.operands)
+    if (o.member) used[o.dz + 1][o.dy + 1][o.s + 1] = true;
+  const auto reg = [](int dz, int dy, int x) { return cat("v", dz + 1, dy + 1, x + 1); };
+  s << "extern \"C\" __global__ void __launch_bounds__(" << stencil_edge_threads
+    << ") tessera_stencil_edges(const P p) {\n"
+    << "  const long long* w = (const long long*)p.w;\n"
+    << "  const long long inner = " << wm.at(wm.ext) << ", rows1 = " << wm.at(wm.ext + 1)
+    << ", planes = " << wm.at(wm.ext + 2) << ", total = " << wm.at(wm.count) << ";\n"
+    << "  T* const out = (T*)p.w[0];\n";
+  for (std::size_t i = 0; i < d.scalar_types.size(); ++i)
+    s << "  const " << d.scalar_types[i] << " S" << i << " = " << scalar_read(d.scalar_types[i], wm.first_scalar + i)
+      << ";\n";
+  // Per row: nh elements before the head, then those from `tail` on (none when the row is shorter
+  // than the head); the blocks: row groups x those elements x plane chunks x slices (dims 3 ..).
+  s << "  const long long tail = " << d.head << " + (inner - " << d.head << ") / K * K;\n"
+    << "  const long long nh = inner < " << d.head << " ? inner : " << d.head << ";\n"
+    << "  const long long ne = nh + (inner > tail ? inner - tail : 0);\n"
+    << "  const long long ych = (rows1 + " << stencil_edge_threads - 1 << ") / " << stencil_edge_threads
+    << ", zch = (planes + " << stencil_edge_planes - 1 << ") / " << stencil_edge_planes << ";\n"
+    << "  const long long tiles = ych * ne * zch * (total / (inner * rows1 * planes));\n"
+    << "  for (long long g = blockIdx.x; g < tiles; g += gridDim.x) {\n"
+    << "    long long o = g / ych;\n"
+    << "    const long long y = (g - o * ych) * " << stencil_edge_threads << " + threadIdx.x;\n"
+    << "    const long long j = o % ne;\n"
+    << "    o /= ne;\n"
+    << "    const long long z0 = (o % zch) * " << stencil_edge_planes << ";\n"
+    << "    o /= zch;\n"
+    << "    if (y >= rows1) continue;\n"
+    << "    const long long e = j < nh ? j : tail + (j - nh);\n"
+    << "    const int nz = (int)(planes - z0 < " << stencil_edge_planes << " ? planes - z0 : "
+    << stencil_edge_planes << ");\n"
+    << "    long long ob = e + y * w[2] + z0 * w[3], ao = e + y * w[" << wm.anchor_st + 1 << "] + z0 * w["
+    << wm.anchor_st + 2 << "];\n";
+  for (std::size_t i = 0; i < d.operands.size(); ++i)
+    if (!d.operands[i].member)
+      s << "    long long b" << i << " = e * " << wm.at(wm.op(i) + 1) << " + y * " << wm.at(wm.op(i) + 2) << " + z0 * "
+        << wm.at(wm.op(i) + 3) << ";\n";
+  s << "    for (int k = 3; k < N; ++k) {\n"
+    << "      const long long ek = w[" << wm.ext << " + k], x = k + 1 < N ? o % ek : o;\n"
+    << "      o /= ek;\n"
+    << "      ob += x * w[1 + k];\n"
+    << "      ao += x * w[" << wm.anchor_st << " + k];\n";
+  for (std::size_t i = 0; i < d.operands.size(); ++i)
+    if (!d.operands[i].member) s << "      b" << i << " += x * w[" << wm.op(i) + 1 << " + k];\n";
+  s << "    }\n"
+    << "    const T* ae = (const T*)p.w[" << wm.anchor << "] + ao;\n"
+    << "    const long long ar = w[" << wm.anchor_st + 1 << "], ap = w[" << wm.anchor_st + 2 << "];\n"
+    << "    T " << reg(-1, -1, -1);
+  for (int dz = -1; dz <= 1; ++dz)
+    for (int dy = -1; dy <= 1; ++dy)
+      for (int x = -1; x <= 1; ++x)
+        if (used[dz + 1][dy + 1][x + 1]) s << ", " << reg(dz, dy, x);
+  s << ";\n"
+    << "    (void)" << reg(-1, -1, -1) << ";\n"
+    << "    for (int zz = 0; zz < nz; ++zz) {\n";
+  // From the plane before (its register one dz up) after the first plane, from memory otherwise;
+  // dz ascending, so that each register is passed down before it is replaced.
+  for (int dz = -1; dz <= 1; ++dz)
+    for (int dy = -1; dy <= 1; ++dy)
+      for (int x = -1; x <= 1; ++x) {
+        if (!used[dz + 1][dy + 1][x + 1]) continue;
+        const std::string load = cat("__ldg(ae + ", dz, " * ap + ", dy, " * ar + ", x, ")");
+        s << "      " << reg(dz, dy, x) << " = ";
+        if (dz < 1 && used[dz + 2][dy + 1][x + 1])
+          s << "zz > 0 ? " << reg(dz + 1, dy, x) << " : " << load << ";\n";
+        else
+          s << load << ";\n";
+      }
+  for (std::size_t i = 0; i < d.operands.size(); ++i)
+    if (!d.operands[i].member)
+      s << "      const T E" << i << " = __ldg((const T*)p.w[" << wm.op(i) << "] + b" << i << " + zz * "
+        << wm.at(wm.op(i) + 3) << ");\n";
+  s << "      out[ob + zz * w[3]] = (T)" << expr_with(d.expr, [&](int i) {
+    const auto& o = d.operands[static_cast<std::size_t>(i)];
+    return o.member ? reg(o.dz, o.dy, o.s) : cat("E", i);
+  }) << ";\n"
+    << "      ae += ap;\n"
+    << "    }\n"
+    << "  }\n"
+    << "}\n";
+}
 }  // namespace
 
 std::string stencil_source(const stencil_desc& d) {
@@ -463,6 +527,12 @@ std::string stencil_source(const stencil_desc& d) {
   else
     emit_tile_kernel(s, d, wm);
   s << "}\n";
+  if (d.edge_block()) emit_edge_kernel(s, d, wm);
+  if (d.emulate && d.edge_block())
+    s << "extern \"C\" void tessera_stencil_edges_host(const P* p, unsigned gx) {\n"
+      << "  gridDim = {gx, 1, 1};\n  blockDim = {" << stencil_edge_threads << ", 1, 1};\n"
+      << "  for (unsigned x = 0; x < gx; ++x)\n    for (unsigned t = 0; t < " << stencil_edge_threads << "; ++t) {\n"
+      << "      blockIdx = {x, 0, 0};\n      threadIdx = {t, 0, 0};\n      tessera_stencil_edges(*p);\n    }\n}\n";
   if (d.emulate)
     s << "extern \"C\" void tessera_stencil_host(const P* p, unsigned gx, unsigned gy, unsigned gz) {\n"
       << "  gridDim = {gx, gy, gz};\n  blockDim = {" << d.threads() << ", 1, 1};\n"
