@@ -317,7 +317,7 @@ TEST_CASE("stencils: the generated kernel of Jacobi's plan, written and compiled
     // Double chunks, the output one element past a 16-byte line: the march takes the chunks that
     // straddle the box's ends, no kernel of edges.
     CHECK(d3.partial);
-    CHECK_FALSE(d3.edge_block());
+    CHECK_FALSE(d3.edge_kernel());
     CHECK(code3.find("tessera_stencil_edges") == std::string::npos);
 #if TESSERA_HAS_CUDA
     CHECK_NOTHROW(detail::rtc::compile_stencil(code3, 90));
@@ -367,7 +367,7 @@ bool run_emulated(const OutEval<T, N>& out, const E& e, const std::array<index_t
   const unsigned edges = detail::rtc::stencil_edge_blocks(c, d);
   const index_t inner = box[0], hd = d.head, K = d.k;
   const bool outside = inner > 0 && (std::min(inner, hd) > 0 || (inner > hd && (inner - hd) % K != 0));
-  CHECK((edges > 0) == (d.edge_block() && outside));
+  CHECK((edges > 0) == (d.edge_kernel() && outside));
   if (edges > 0) {
     using edges_fn = void (*)(const void*, unsigned);
     reinterpret_cast<edges_fn>(detail::rtc::host_symbol(detail::rtc::stencil_source(d), "tessera_stencil_edges_host",
@@ -455,7 +455,7 @@ void members_everywhere() {
         std::vector<std::uint64_t> w;
         const auto d = desc_of(out, e, w);
         CHECK_FALSE(d.partial);
-        CHECK(d.edge_block());
+        CHECK(d.edge_kernel());
 #if TESSERA_HAS_CUDA
         if (o == 1 && m == n - 2 && rows == 4) CHECK_NOTHROW(detail::rtc::compile_stencil(detail::rtc::stencil_source(d), 90));
 #endif

@@ -211,7 +211,7 @@ void stencil_grid(const stencil_call& c, const stencil_desc& d, unsigned (&grid)
 
 unsigned stencil_edge_blocks(const stencil_call& c, const stencil_desc& d) {
   const std::int64_t inner = c.ext[0], head = d.head, K = d.k;
-  if (!d.edge_block() || c.count <= 0) return 0;
+  if (!d.edge_kernel() || c.count <= 0) return 0;
   // As the kernel counts them: head elements (fewer in a shorter row), then those from the tail on.
   const std::int64_t tail = head + (inner - head) / K * K,
                      per_row = std::min(inner, head) + std::max<std::int64_t>(0, inner - tail);
@@ -258,7 +258,7 @@ program& stencil_program(const stencil_desc& d) {
   auto& p = programs[key];
   if (!p) {
     std::vector<std::string> also;
-    if (d.edge_block()) also.emplace_back("tessera_stencil_edges");
+    if (d.edge_kernel()) also.emplace_back("tessera_stencil_edges");
     p = std::make_unique<program>(source{stencil_source(d), "tessera_stencil", {}, "tessera_stencil", also}, "");
   }
   return *p;
@@ -325,9 +325,9 @@ const recent_call& prepare(const stencil_call& c, std::vector<std::uint64_t>& wo
     if (pl.valid) {
       const int rows = rows_set ? rows_set : march ? 1 : 8;
       const int warps = warps_set == 8 || warps_set == 16 ? warps_set : 4;
-      // Planes per thread: 4 for float chunks (0.92x memcpy for the 3-D diffusion on an H200, 8: 0.90x),
-      // 8 otherwise (double: 0.92x, 4: 0.90x).
-      r.d = describe_stencil(c, pl, rows, words, planes_set ? planes_set : pl.k == 4 ? 4 : 8, warps);
+      // Planes per thread: 4 for chunks (the 3-D diffusion, float: 0.93x memcpy on an H200, 0.99x on
+      // an H100, 8: 0.90x; double: 0.96x / 1.00x, 8: 0.98x / 0.93x), 8 for single elements.
+      r.d = describe_stencil(c, pl, rows, words, planes_set ? planes_set : pl.k > 1 ? 4 : 8, warps);
       r.anchor_from_first = static_cast<std::int64_t>(pl.anchor - c.op[0]);
       r.anchor_st = pl.st;
       r.prog = &stencil_program(r.d);
@@ -363,8 +363,9 @@ bool run_stencil(const stencil_call& c, int device, int shard) {
   stencil_grid(c, r.d, grid);
   const unsigned block[3] = {static_cast<unsigned>(r.d.threads()), 1, 1};
   launch(kernel, device, shard, grid, block, 0, args, "tessera_stencil");
-  // The elements outside whole chunks: after the march, on the same stream (they write other
-  // elements; the launch costs the 512^3 double diffusion about 0.5%).
+  // The elements outside whole chunks, where the march leaves them: after it, on the same stream
+  // (as a separate pass they cost what the march's edge block did: 0.91x against 0.92x memcpy for
+  // the double diffusion on an H200, which takes its straddling chunks now).
   if (const unsigned edges = stencil_edge_blocks(c, r.d)) {
     const unsigned eg[3] = {edges, 1, 1}, eb[3] = {stencil_edge_threads, 1, 1};
     launch(r.prog->gpu_function(device, 1), device, shard, eg, eb, 0, args, "tessera_stencil_edges");

@@ -103,14 +103,14 @@ struct stencil_desc {
   int shift = 0;
   bool one_tile = false;
   // Marching with vector chunks: the chunks that straddle the box's first or last element are
-  // loaded whole and stored element by element, by the same threads (no block for the elements
-  // outside whole chunks). Float chunks only (faster there; not for double: describe_stencil), and
-  // only where each such chunk holds an element some member or operand reads (partial_ok).
+  // loaded whole and stored element by element, by the same threads (no kernel for the elements
+  // outside whole chunks), where each such chunk holds an element some member or operand reads
+  // (partial_ok).
   bool partial = false;
   int threads() const { return 32 * (march ? warps : 4); }
   // A marching kernel of vector chunks that leaves the elements outside whole chunks to a kernel of
   // their own (tessera_stencil_edges, launched after it: stencil_edge_blocks).
-  bool edge_block() const { return march && k > 1 && !partial; }
+  bool edge_kernel() const { return march && k > 1 && !partial; }
   // For tests: a host translation unit instead (extern "C" tessera_stencil_host(const P*, grid x,
   // grid y) runs every thread of the grid in turn, reading the elements beside a chunk from memory
   // rather than from the lanes beside it), so that the kernel's indexing, rows, members and edges
@@ -137,7 +137,7 @@ stencil_desc describe_stencil(const stencil_call& c, const tile_plan& pl, int ro
 // along z.
 void stencil_grid(const stencil_call& c, const stencil_desc& d, unsigned (&grid)[3]);
 // The edge kernel's blocks (of stencil_edge_threads rows of one element outside whole chunks, over
-// stencil_edge_planes planes; striding past 2^20 blocks) for `c`: 0 when d.edge_block() is false
+// stencil_edge_planes planes; striding past 2^20 blocks) for `c`: 0 when d.edge_kernel() is false
 // or there is no such element.
 // Its source: tessera_stencil_edges in stencil_source(d), and, emulated, tessera_stencil_edges_host
 // (const P*, grid x).
@@ -148,12 +148,12 @@ unsigned stencil_edge_blocks(const stencil_call& c, const stencil_desc& d);
 // key of its description (the source is written only then; the compiled code is also cached on
 // disk, rtc.cpp). Rows per thread: TESSERA_JIT_STENCIL_ROWS (1 to 16; default 8 for a plane's kernel:
 // Jacobi 16384^2 float on an H200 reached 0.887x memcpy with 2, 0.960x with 4, 0.971x with 8; 1 for
-// a marching one); planes per thread: TESSERA_JIT_STENCIL_PLANES (1 to 4096, default 4 for float
-// chunks, 8 otherwise: the 3-D diffusion 512^3 on an H200 reached 0.932x float with 4, 0.901x with
-// 8; 0.922x double with 8, 0.900x with 4); TESSERA_JIT_STENCIL_SCALAR=1: a marching kernel takes
-// one element per thread and row (chunks of K = 1; 0.706x float, 0.866x double) instead of 16
-// bytes; TESSERA_JIT_STENCIL_WARPS (4, 8 or 16, default 4): a marching block's warps (8: 0.910x
-// float, 0.915x double).
+// a marching one); planes per thread: TESSERA_JIT_STENCIL_PLANES (1 to 4096, default 4 for 16-byte
+// chunks, 8 for single elements: the 3-D diffusion 512^3 reached 0.930x float with 4 on an H200,
+// 0.901x with 8; double 0.963x with 4 on an H200 and 1.00x on an H100, 0.979x and 0.931x with 8);
+// TESSERA_JIT_STENCIL_SCALAR=1: a marching kernel takes one element per thread and row (chunks of
+// K = 1; 0.706x float, 0.866x double, session 36) instead of 16 bytes; TESSERA_JIT_STENCIL_WARPS (4,
+// 8 or 16, default 4): a marching block's warps (8: 0.910x float, 0.915x double, session 36).
 bool run_stencil(const stencil_call& c, int device, int shard);
 // What run_stencil launches for `c`: the description of its kernel, from this thread's last 8
 // calls when one had the same shape (expression, element size, strides, addresses modulo 128 bytes,

@@ -14,8 +14,8 @@
 // When some member lies in another plane (a 3-D stencil), the kernel marches along dim 2 instead
 // (emit_march_kernel): a block is 4, 8 or 16 warps of rows, each thread keeps the anchor's rows of
 // the planes z - 1, z and z + 1 in registers and loads each row once, as it comes into the window.
-// Its warps start on 128-byte lines; the elements outside whole chunks are taken by the grid's
-// last block along dim 0, or (float) by the threads whose chunks straddle the box's ends.
+// Its warps start on 128-byte lines; the elements outside whole chunks are taken by the threads
+// whose chunks straddle the box's ends, or by a kernel of their own (tessera_stencil_edges).
 #include <backend/rtc/stencil.hpp>
 
 #include <algorithm>
@@ -75,8 +75,8 @@ word_map words_of(const stencil_desc& d) {
 
 // A marching kernel's least blocks per SM, for its registers (3-D diffusion on an H200): 48 warps
 // of float chunks taking the straddling chunks (40 registers: 0.920x -> 0.932x memcpy), 40 of
-// double chunks (48 registers: 0.890x -> 0.922x; 44 warps spill), 64 of single elements (32
-// registers: 0.772x -> 0.866x). Expressions of more than 10 operands, and a plane's kernel: as
+// double chunks (48 registers; taking the straddling chunks, 8 planes: 0.979x, 32 warps 0.955x,
+// 48 warps spill: 0.919x), 64 of single elements (32 registers: 0.772x -> 0.866x). Expressions of more than 10 operands, and a plane's kernel: as
 // the compiler likes (a bound that made them spill would cost more than the warps gain).
 std::string launch_blocks(const stencil_desc& d) {
   if (!d.march || d.operands.size() > 10) return "";
@@ -324,10 +324,9 @@ void emit_march_kernel(std::ostringstream& s, const stencil_desc& d, const word_
     return least < U ? cat("count > ", least) : "false";
   };
   // Vector chunks (K > 1) leave elements before the first aligned output and after the last whole
-  // chunk: the grid's last block along dim 0 takes them (emit_edges), apart from the marching
-  // blocks, so that their addresses take no registers of the march (with the 32-bit plane counter
-  // and one tile per block: the double diffusion on an H200 0.82x -> 0.89x memcpy, 56 -> 46
-  // registers), unless the march takes the straddling chunks itself (d.partial).
+  // chunk: the march takes the chunks that straddle them (d.partial), or, where such a chunk may
+  // hold no element that is read, a kernel of their own does (emit_edge_kernel), so that their
+  // addresses take no registers of the march.
   s << "  const long long planes = " << wm.at(wm.ext + 2) << ";\n"
     << "  const long long per_slice = (rows1 + " << d.warps << " * U - 1) / (" << d.warps << " * U);\n"
     << "  const long long zch = (planes + " << d.planes << " - 1) / " << d.planes << ";\n"
@@ -426,7 +425,7 @@ void emit_march_kernel(std::ostringstream& s, const stencil_desc& d, const word_
   s << "    }\n"
     << "  }\n";
 }
-// The kernel of a march's edges (d.edge_block()): the elements before the first aligned output and
+// The kernel of a march's edges (d.edge_kernel()): the elements before the first aligned output and
 // after the last whole chunk of every row. A block takes 128 consecutive rows of one such element
 // (lanes along dim 1, so that a warp's rows y - 1 and y + 1 are its neighbours' rows y, from L1)
 // and stencil_edge_planes planes, marching along dim 2 with each member's element in a register of
@@ -527,8 +526,8 @@ std::string stencil_source(const stencil_desc& d) {
   else
     emit_tile_kernel(s, d, wm);
   s << "}\n";
-  if (d.edge_block()) emit_edge_kernel(s, d, wm);
-  if (d.emulate && d.edge_block())
+  if (d.edge_kernel()) emit_edge_kernel(s, d, wm);
+  if (d.emulate && d.edge_kernel())
     s << "extern \"C\" void tessera_stencil_edges_host(const P* p, unsigned gx) {\n"
       << "  gridDim = {gx, 1, 1};\n  blockDim = {" << stencil_edge_threads << ", 1, 1};\n"
       << "  for (unsigned x = 0; x < gx; ++x)\n    for (unsigned t = 0; t < " << stencil_edge_threads << "; ++t) {\n"
