@@ -76,8 +76,9 @@ word_map words_of(const stencil_desc& d) {
 // A marching kernel's least blocks per SM, for its registers (3-D diffusion on an H200): 48 warps
 // of float chunks taking the straddling chunks (40 registers: 0.920x -> 0.932x memcpy), 40 of
 // double chunks (48 registers; taking the straddling chunks, 8 planes: 0.979x, 32 warps 0.955x,
-// 48 warps spill: 0.919x), 64 of single elements (32 registers: 0.772x -> 0.866x). Expressions of more than 10 operands, and a plane's kernel: as
-// the compiler likes (a bound that made them spill would cost more than the warps gain).
+// 48 warps spill: 0.919x), 64 of single elements (32 registers: 0.772x -> 0.866x). Expressions of
+// more than 10 operands, and a plane's kernel: as the compiler likes (a bound that made them spill
+// would cost more than the warps gain).
 std::string launch_blocks(const stencil_desc& d) {
   if (!d.march || d.operands.size() > 10) return "";
   return cat(", ", (d.k == 1 ? 2048 : d.partial && d.k == 4 ? 1536 : 1280) / d.threads());
@@ -429,8 +430,10 @@ void emit_march_kernel(std::ostringstream& s, const stencil_desc& d, const word_
 // after the last whole chunk of every row. A block takes 128 consecutive rows of one such element
 // (lanes along dim 1, so that a warp's rows y - 1 and y + 1 are its neighbours' rows y, from L1)
 // and stencil_edge_planes planes, marching along dim 2 with each member's element in a register of
-// its own, passed down a plane as in the march. In the march's own grid (its last block along
-// dim 0) these elements cost the double diffusion on an H200 6% (0.922x memcpy; 0.978x without).
+// its own, passed down a plane as in the march. A pass of scattered accesses, mostly missing L2
+// after the march: as much as the march's own edge block of session 36 cost (the double diffusion
+// on an H200: 0.91x memcpy, 0.98x without edges), so marches take their straddling chunks where
+// they can (d.partial).
 void emit_edge_kernel(std::ostringstream& s, const stencil_desc& d, const word_map& wm) {
   // v<dz + 1><dy + 1><s + 1>: the anchor's element read by members at (dz, dy, s), once each.
   bool used[3][3][3] = {};
@@ -480,14 +483,13 @@ void emit_edge_kernel(std::ostringstream& s, const stencil_desc& d, const word_m
     if (!d.operands[i].member) s << "      b" << i << " += x * w[" << wm.op(i) + 1 << " + k];\n";
   s << "    }\n"
     << "    const T* ae = (const T*)p.w[" << wm.anchor << "] + ao;\n"
-    << "    const long long ar = w[" << wm.anchor_st + 1 << "], ap = w[" << wm.anchor_st + 2 << "];\n"
-    << "    T " << reg(-1, -1, -1);
+    << "    const long long ar = w[" << wm.anchor_st + 1 << "], ap = w[" << wm.anchor_st + 2 << "];\n";
+  std::string regs;  // a march has members
   for (int dz = -1; dz <= 1; ++dz)
     for (int dy = -1; dy <= 1; ++dy)
       for (int x = -1; x <= 1; ++x)
-        if (used[dz + 1][dy + 1][x + 1]) s << ", " << reg(dz, dy, x);
-  s << ";\n"
-    << "    (void)" << reg(-1, -1, -1) << ";\n"
+        if (used[dz + 1][dy + 1][x + 1]) regs += cat(regs.empty() ? "" : ", ", reg(dz, dy, x));
+  s << "    T " << regs << ";\n"
     << "    for (int zz = 0; zz < nz; ++zz) {\n";
   // From the plane before (its register one dz up) after the first plane, from memory otherwise;
   // dz ascending, so that each register is passed down before it is replaced.
