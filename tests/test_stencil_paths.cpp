@@ -683,7 +683,7 @@ TEST_CASE("stencils: a launch's description comes from the recent calls of its s
 }
 
 // The 3-D diffusion over every device set (GPUs: the marching kernels, each shard at its own
-// alignment; float rows of a multiple of 4 take the straddling chunks, double the edge block).
+// alignment; rows of 16-byte chunks take the straddling chunks).
 template <class T>
 void diffusion_on_devices(std::initializer_list<std::pair<index_t, index_t>> sizes, double tol) {
   for (const auto& ds : device_sets()) {
@@ -722,6 +722,46 @@ TEST_CASE("stencils: 3-D 7-point diffusion against loops") {
   diffusion_on_devices<double>({{3, 5}, {130, 5}, {133, 5}, {133, 37}, {136, 6}}, 1e-12);
   // Float: rows of 4k elements (16-byte chunks, the straddling ones at both ends) and others.
   diffusion_on_devices<float>({{4, 5}, {132, 7}, {136, 37}, {140, 5}, {133, 6}}, 1e-5);
+}
+
+// Members at skewed offsets, some rows read by one member only (GPUs: a march whose straddling
+// chunks may hold no element read, so the elements outside whole chunks take the edge kernel),
+// over every device set, against loops.
+template <class T>
+void skewed_on_devices(std::initializer_list<std::pair<index_t, index_t>> sizes, double tol) {
+  const int off[][3] = {{-1, -1, -1}, {1, 1, 1}, {0, 1, -1}, {1, -1, 0}, {-1, 0, 1}, {0, 0, 1}, {0, -1, 0}, {1, 0, -1}};
+  for (const auto& ds : device_sets()) {
+    for (const auto& [n, ny] : sizes) {
+      const index_t g = static_cast<index_t>(ds.size());
+      for (index_t nz : {std::max<index_t>(3, g), index_t(21)}) {
+        INFO("device set " << set_name(ds) << ", grid " << n << " x " << ny << " x " << nz);
+        const auto hu = values<T>(static_cast<std::size_t>(n * ny * nz));
+        const auto hg = values<T>(static_cast<std::size_t>(n * ny * nz));
+        auto u = from_host(hu, {n, ny, nz}, shard(2, halo(1), ds));
+        auto gr = from_host(hg, {n, ny, nz}, shard(2, halo(1), ds));
+        auto v = zeros<T>({n, ny, nz}, shard(2, halo(1), ds));
+        const auto R = [](index_t e, int d) { return range(1 + d, e - 1 + d); };
+        const auto U = [&](int q) { return u(R(n, off[q][0]), R(ny, off[q][1]), R(nz, off[q][2])); };
+        v(R(n, 0), R(ny, 0), R(nz, 0)) =
+            U(0) + U(1) + U(2) + U(3) + U(4) + U(5) + U(6) + U(7) - T(2) * gr(R(n, 0), R(ny, 0), R(nz, 0));
+        std::vector<T> want(static_cast<std::size_t>(n * ny * nz), T(0));
+        auto id = [&](index_t i, index_t j, index_t k) { return static_cast<std::size_t>(i + n * (j + ny * k)); };
+        for (index_t k = 1; k < nz - 1; ++k)
+          for (index_t j = 1; j < ny - 1; ++j)
+            for (index_t i = 1; i < n - 1; ++i) {
+              T sum = 0;
+              for (const auto& o : off) sum += hu[id(i + o[0], j + o[1], k + o[2])];
+              want[id(i, j, k)] = sum - T(2) * hg[id(i, j, k)];
+            }
+        check_all_close(to_host(v), want, tol, tol);
+      }
+    }
+  }
+}
+
+TEST_CASE("stencils: 3-D members at skewed offsets against loops") {
+  skewed_on_devices<double>({{3, 5}, {130, 5}, {133, 7}}, 1e-12);
+  skewed_on_devices<float>({{4, 5}, {132, 7}, {137, 6}}, 1e-5);
 }
 
 TEST_CASE("stencils: Jacobi sweeps with halos against loops") {
