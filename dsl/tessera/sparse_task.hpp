@@ -26,11 +26,6 @@ enum class op {
 struct SparseTask {
   static constexpr bool in_library = true;  // both executors are in tessera_runtime (execute.hpp)
   static constexpr bool capturable = true;  // pure device work (capture.hpp)
-  // The shards of several GPUs are queued at once from the launcher threads (backend/execute.hpp):
-  // a product's shard spends most of its host time in cuSPARSE's descriptors and workspace query,
-  // which one thread would otherwise do for each GPU in turn. Its executors touch only per-device
-  // state (the device's cuSPARSE handle, under a mutex), the memory cache and launch().
-  static constexpr bool parallel_launch = true;
   sparse::op op;
   sparse::dtype type;
   std::int64_t rows = 0, cols = 0;  // the shard's row block and column block
