@@ -682,40 +682,49 @@ TEST_CASE("stencils: a launch's description comes from the recent calls of its s
   CHECK(again->head == 3);
 }
 
-// The 3-D diffusion over every device set (GPUs: the marching kernels, each shard at its own
-// alignment; rows of 16-byte chunks take the straddling chunks).
-template <class T>
-void diffusion_on_devices(std::initializer_list<std::pair<index_t, index_t>> sizes, double tol) {
-  for (const auto& ds : device_sets()) {
-    for (const auto& [n, ny] : sizes) {
-      // Every device holds at least one plane (the halo's width); 41 planes: more than one block
-      // of the marching kernel walks, the last chunk partial.
-      const index_t g = static_cast<index_t>(ds.size());
-      for (index_t nz : {std::max<index_t>(3, g), 2 * g + 1, index_t(41)}) {
+// f(n, ny, nz, hu, hc, u, c, v) on every device set and size (n x ny, with nz from planes(g), g the
+// set's size): u and c from fresh host values hu and hc, v zeros, each sharded along dim 2 with a
+// halo of 1.
+template <class T, class P, class F>
+void on_grids(std::initializer_list<std::pair<index_t, index_t>> sizes, P planes, F f) {
+  for (const auto& ds : device_sets())
+    for (const auto& [n, ny] : sizes)
+      for (const index_t nz : planes(static_cast<index_t>(ds.size()))) {
         INFO("device set " << set_name(ds) << ", grid " << n << " x " << ny << " x " << nz);
         const auto hu = values<T>(static_cast<std::size_t>(n * ny * nz));
         const auto hc = values<T>(static_cast<std::size_t>(n * ny * nz));
         auto u = from_host(hu, {n, ny, nz}, shard(2, halo(1), ds));
-        auto ci = from_host(hc, {n, ny, nz}, shard(2, halo(1), ds));
+        auto c = from_host(hc, {n, ny, nz}, shard(2, halo(1), ds));
         auto v = zeros<T>({n, ny, nz}, shard(2, halo(1), ds));
-        const auto I = range(1, n - 1), J = range(1, ny - 1), K = range(1, nz - 1);
-        v(I, J, K) = u(I, J, K) + T(0.1) * ci(I, J, K) *
-                                      (u(range(0, n - 2), J, K) + u(range(2, n), J, K) + u(I, range(0, ny - 2), K) +
-                                       u(I, range(2, ny), K) + u(I, J, range(0, nz - 2)) + u(I, J, range(2, nz)) -
-                                       T(6) * u(I, J, K));
-        std::vector<T> want(static_cast<std::size_t>(n * ny * nz), T(0));
-        auto id = [&](index_t i, index_t j, index_t k) { return static_cast<std::size_t>(i + n * (j + ny * k)); };
-        for (index_t k = 1; k < nz - 1; ++k)
-          for (index_t j = 1; j < ny - 1; ++j)
-            for (index_t i = 1; i < n - 1; ++i)
-              want[id(i, j, k)] = hu[id(i, j, k)] + T(0.1) * hc[id(i, j, k)] *
-                                                        (hu[id(i - 1, j, k)] + hu[id(i + 1, j, k)] + hu[id(i, j - 1, k)] +
-                                                         hu[id(i, j + 1, k)] + hu[id(i, j, k - 1)] + hu[id(i, j, k + 1)] -
-                                                         T(6) * hu[id(i, j, k)]);
-        check_all_close(to_host(v), want, tol, tol);
+        f(n, ny, nz, hu, hc, u, c, v);
       }
-    }
-  }
+}
+
+// The 3-D diffusion over every device set (GPUs: the marching kernels, each shard at its own
+// alignment; rows of 16-byte chunks take the straddling chunks).
+template <class T>
+void diffusion_on_devices(std::initializer_list<std::pair<index_t, index_t>> sizes, double tol) {
+  // Every device holds at least one plane (the halo's width); 41 planes: more than one block of the
+  // marching kernel walks, the last chunk partial.
+  const auto planes = [](index_t g) { return std::vector<index_t>{std::max<index_t>(3, g), 2 * g + 1, 41}; };
+  on_grids<T>(sizes, planes, [&](index_t n, index_t ny, index_t nz, const auto& hu, const auto& hc, auto& u, auto& ci,
+                                 auto& v) {
+    const auto I = range(1, n - 1), J = range(1, ny - 1), K = range(1, nz - 1);
+    v(I, J, K) = u(I, J, K) + T(0.1) * ci(I, J, K) *
+                                  (u(range(0, n - 2), J, K) + u(range(2, n), J, K) + u(I, range(0, ny - 2), K) +
+                                   u(I, range(2, ny), K) + u(I, J, range(0, nz - 2)) + u(I, J, range(2, nz)) -
+                                   T(6) * u(I, J, K));
+    std::vector<T> want(static_cast<std::size_t>(n * ny * nz), T(0));
+    auto id = [&](index_t i, index_t j, index_t k) { return static_cast<std::size_t>(i + n * (j + ny * k)); };
+    for (index_t k = 1; k < nz - 1; ++k)
+      for (index_t j = 1; j < ny - 1; ++j)
+        for (index_t i = 1; i < n - 1; ++i)
+          want[id(i, j, k)] = hu[id(i, j, k)] + T(0.1) * hc[id(i, j, k)] *
+                                                    (hu[id(i - 1, j, k)] + hu[id(i + 1, j, k)] + hu[id(i, j - 1, k)] +
+                                                     hu[id(i, j + 1, k)] + hu[id(i, j, k - 1)] + hu[id(i, j, k + 1)] -
+                                                     T(6) * hu[id(i, j, k)]);
+    check_all_close(to_host(v), want, tol, tol);
+  });
 }
 
 TEST_CASE("stencils: 3-D 7-point diffusion against loops") {
@@ -730,33 +739,24 @@ TEST_CASE("stencils: 3-D 7-point diffusion against loops") {
 template <class T>
 void skewed_on_devices(std::initializer_list<std::pair<index_t, index_t>> sizes, double tol) {
   const int off[][3] = {{-1, -1, -1}, {1, 1, 1}, {0, 1, -1}, {1, -1, 0}, {-1, 0, 1}, {0, 0, 1}, {0, -1, 0}, {1, 0, -1}};
-  for (const auto& ds : device_sets()) {
-    for (const auto& [n, ny] : sizes) {
-      const index_t g = static_cast<index_t>(ds.size());
-      for (index_t nz : {std::max<index_t>(3, g), index_t(21)}) {
-        INFO("device set " << set_name(ds) << ", grid " << n << " x " << ny << " x " << nz);
-        const auto hu = values<T>(static_cast<std::size_t>(n * ny * nz));
-        const auto hg = values<T>(static_cast<std::size_t>(n * ny * nz));
-        auto u = from_host(hu, {n, ny, nz}, shard(2, halo(1), ds));
-        auto gr = from_host(hg, {n, ny, nz}, shard(2, halo(1), ds));
-        auto v = zeros<T>({n, ny, nz}, shard(2, halo(1), ds));
-        const auto R = [](index_t e, int d) { return range(1 + d, e - 1 + d); };
-        const auto U = [&](int q) { return u(R(n, off[q][0]), R(ny, off[q][1]), R(nz, off[q][2])); };
-        v(R(n, 0), R(ny, 0), R(nz, 0)) =
-            U(0) + U(1) + U(2) + U(3) + U(4) + U(5) + U(6) + U(7) - T(2) * gr(R(n, 0), R(ny, 0), R(nz, 0));
-        std::vector<T> want(static_cast<std::size_t>(n * ny * nz), T(0));
-        auto id = [&](index_t i, index_t j, index_t k) { return static_cast<std::size_t>(i + n * (j + ny * k)); };
-        for (index_t k = 1; k < nz - 1; ++k)
-          for (index_t j = 1; j < ny - 1; ++j)
-            for (index_t i = 1; i < n - 1; ++i) {
-              T sum = 0;
-              for (const auto& o : off) sum += hu[id(i + o[0], j + o[1], k + o[2])];
-              want[id(i, j, k)] = sum - T(2) * hg[id(i, j, k)];
-            }
-        check_all_close(to_host(v), want, tol, tol);
-      }
-    }
-  }
+  const auto planes = [](index_t g) { return std::vector<index_t>{std::max<index_t>(3, g), 21}; };
+  on_grids<T>(sizes, planes, [&](index_t n, index_t ny, index_t nz, const auto& hu, const auto& hg, auto& u, auto& gr,
+                                 auto& v) {
+    const auto R = [](index_t e, int d) { return range(1 + d, e - 1 + d); };
+    const auto U = [&](int q) { return u(R(n, off[q][0]), R(ny, off[q][1]), R(nz, off[q][2])); };
+    v(R(n, 0), R(ny, 0), R(nz, 0)) =
+        U(0) + U(1) + U(2) + U(3) + U(4) + U(5) + U(6) + U(7) - T(2) * gr(R(n, 0), R(ny, 0), R(nz, 0));
+    std::vector<T> want(static_cast<std::size_t>(n * ny * nz), T(0));
+    auto id = [&](index_t i, index_t j, index_t k) { return static_cast<std::size_t>(i + n * (j + ny * k)); };
+    for (index_t k = 1; k < nz - 1; ++k)
+      for (index_t j = 1; j < ny - 1; ++j)
+        for (index_t i = 1; i < n - 1; ++i) {
+          T sum = 0;
+          for (const auto& o : off) sum += hu[id(i + o[0], j + o[1], k + o[2])];
+          want[id(i, j, k)] = sum - T(2) * hg[id(i, j, k)];
+        }
+    check_all_close(to_host(v), want, tol, tol);
+  });
 }
 
 TEST_CASE("stencils: 3-D members at skewed offsets against loops") {
