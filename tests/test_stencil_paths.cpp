@@ -624,6 +624,29 @@ TEST_CASE("stencils: the generated kernel, run on the host against loops") {
                                    box, rows, per, false, warps));
         CHECK(v == want);
       }
+    // Members at skewed offsets (members_everywhere's): a march with an edge kernel, over the slices.
+    const int off[][3] = {{-1, -1, -1}, {1, 1, 1}, {0, 1, -1}, {1, -1, 0}, {-1, 0, 1}, {0, 0, 1}, {0, -1, 0}, {1, 0, -1}};
+    auto v = values<double>(static_cast<std::size_t>(n * ny * nz * nw));
+    auto want = v;
+    for (index_t l = 0; l < nw; ++l)
+      for (index_t k = 1; k < nz - 1; ++k)
+        for (index_t j = 1; j < ny - 1; ++j)
+          for (index_t i = 1; i < n - 1; ++i) {
+            double x = 0;
+            for (int q = 0; q < 8; ++q) {
+              const double y = t[id(i + off[q][0], j + off[q][1], k + off[q][2], l)];
+              x = q == 0 ? y : x + y;
+            }
+            want[id(i, j, k, l)] = x - 2.0 * g[id(i, j, k, l)];
+          }
+    const auto S4 = [&](int q) { return T4(t, 1 + off[q][0], 1 + off[q][1], 1 + off[q][2]); };
+    const auto e = sub(node(S4(0), S4(1), S4(2), S4(3), S4(4), S4(5), S4(6), S4(7)),
+                       mul(ScalarEval<double>{2.0}, T4(g, 1, 1, 1)));
+    const OutEval<double, 4> out{v.data() + id(1, 1, 1, 0), {1, n, n * ny, n * ny * nz}};
+    std::vector<std::uint64_t> w;
+    CHECK(desc_of(out, e, w).edge_kernel());
+    CHECK(run_emulated(out, e, std::array<index_t, 4>{n - 2, ny - 2, nz - 2, nw}, 1, 2));
+    CHECK(v == want);
   }
   SUBCASE("3-D: members at every dz, dy and s, another array, narrow boxes") {
     members_everywhere<float>();
