@@ -597,19 +597,30 @@ TEST_CASE("stencils: the generated kernel, run on the host against loops") {
     const auto T4 = [&](const std::vector<double>& a, index_t i, index_t j, index_t k) {
       return L4{a.data() + id(i, j, k, 0), {1, n, n * ny, n * ny * nz}};
     };
+    using offsets = std::vector<std::array<int, 3>>;
+    // v with out(i, j, k, l) = the sum of t at `off` from (i, j, k, l), in order, - 2 g(i, j, k, l) over
+    // the interior of every slice.
+    const auto expected = [&](std::vector<double> v, const offsets& off) {
+      for (index_t l = 0; l < nw; ++l)
+        for (index_t k = 1; k < nz - 1; ++k)
+          for (index_t j = 1; j < ny - 1; ++j)
+            for (index_t i = 1; i < n - 1; ++i) {
+              double x = 0;
+              for (std::size_t q = 0; q < off.size(); ++q) {
+                const double y = t[id(i + off[q][0], j + off[q][1], k + off[q][2], l)];
+                x = q == 0 ? y : x + y;
+              }
+              v[id(i, j, k, l)] = x - 2.0 * g[id(i, j, k, l)];
+            }
+      return v;
+    };
     for (const bool planes : {true, false})
       for (const auto& [rows, per, warps] : {std::array<int, 3>{1, 8, 4}, std::array<int, 3>{3, 2, 8}}) {
         INFO((planes ? "7-point" : "5-point") << ", rows " << rows << ", planes " << per << ", warps " << warps);
         auto v = values<double>(static_cast<std::size_t>(n * ny * nz * nw));
-        auto want = v;
-        for (index_t l = 0; l < nw; ++l)
-          for (index_t k = 1; k < nz - 1; ++k)
-            for (index_t j = 1; j < ny - 1; ++j)
-              for (index_t i = 1; i < n - 1; ++i) {
-                double x = ((t[id(i - 1, j, k, l)] + t[id(i + 1, j, k, l)]) + t[id(i, j - 1, k, l)]) + t[id(i, j + 1, k, l)];
-                if (planes) x = (x + t[id(i, j, k - 1, l)]) + t[id(i, j, k + 1, l)];
-                want[id(i, j, k, l)] = x - 2.0 * g[id(i, j, k, l)];
-              }
+        offsets off{{-1, 0, 0}, {1, 0, 0}, {0, -1, 0}, {0, 1, 0}};
+        if (planes) off.insert(off.end(), {{0, 0, -1}, {0, 0, 1}});
+        const auto want = expected(v, off);
         const OutEval<double, 4> out{v.data() + id(1, 1, 1, 0), {1, n, n * ny, n * ny * nz}};
         const std::array<index_t, 4> box{n - 2, ny - 2, nz - 2, nw};
         const auto minus_g = mul(ScalarEval<double>{2.0}, T4(g, 1, 1, 1));
@@ -625,21 +636,13 @@ TEST_CASE("stencils: the generated kernel, run on the host against loops") {
         CHECK(v == want);
       }
     // Members at skewed offsets (members_everywhere's): a march with an edge kernel, over the slices.
-    const int off[][3] = {{-1, -1, -1}, {1, 1, 1}, {0, 1, -1}, {1, -1, 0}, {-1, 0, 1}, {0, 0, 1}, {0, -1, 0}, {1, 0, -1}};
+    const offsets off{{-1, -1, -1}, {1, 1, 1}, {0, 1, -1}, {1, -1, 0}, {-1, 0, 1}, {0, 0, 1}, {0, -1, 0}, {1, 0, -1}};
     auto v = values<double>(static_cast<std::size_t>(n * ny * nz * nw));
-    auto want = v;
-    for (index_t l = 0; l < nw; ++l)
-      for (index_t k = 1; k < nz - 1; ++k)
-        for (index_t j = 1; j < ny - 1; ++j)
-          for (index_t i = 1; i < n - 1; ++i) {
-            double x = 0;
-            for (int q = 0; q < 8; ++q) {
-              const double y = t[id(i + off[q][0], j + off[q][1], k + off[q][2], l)];
-              x = q == 0 ? y : x + y;
-            }
-            want[id(i, j, k, l)] = x - 2.0 * g[id(i, j, k, l)];
-          }
-    const auto S4 = [&](int q) { return T4(t, 1 + off[q][0], 1 + off[q][1], 1 + off[q][2]); };
+    const auto want = expected(v, off);
+    const auto S4 = [&](int q) {
+      const auto& o = off[static_cast<std::size_t>(q)];
+      return T4(t, 1 + o[0], 1 + o[1], 1 + o[2]);
+    };
     const auto e = sub(node(S4(0), S4(1), S4(2), S4(3), S4(4), S4(5), S4(6), S4(7)),
                        mul(ScalarEval<double>{2.0}, T4(g, 1, 1, 1)));
     const OutEval<double, 4> out{v.data() + id(1, 1, 1, 0), {1, n, n * ny, n * ny * nz}};
