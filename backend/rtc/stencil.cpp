@@ -215,9 +215,9 @@ unsigned stencil_edge_blocks(const stencil_call& c, const stencil_desc& d) {
   // As the kernel counts them: head elements (fewer in a shorter row), then those from the tail on.
   const std::int64_t tail = head + (inner - head) / K * K,
                      per_row = std::min(inner, head) + std::max<std::int64_t>(0, inner - tail);
-  const std::int64_t rows = c.ext[1], planes = c.ext[2],
+  const std::int64_t rows = c.ext[1], planes = c.ext[2], slices = c.count / (inner * rows * planes),
                      blocks = (rows + stencil_edge_threads - 1) / stencil_edge_threads * per_row *
-                              ((planes + stencil_edge_planes - 1) / stencil_edge_planes) * (c.count / (inner * rows * planes));
+                              ((planes + stencil_edge_planes - 1) / stencil_edge_planes) * slices;
   return static_cast<unsigned>(std::min<std::int64_t>(blocks, std::int64_t{1} << 20));
 }
 
