@@ -31,7 +31,10 @@
 #include <cuda_runtime.h>
 #include <nccl.h>
 
+#include <algorithm>
+#include <atomic>
 #include <cstddef>
+#include <cstdlib>
 #include <cstdint>
 #include <memory>
 #include <string>
@@ -53,40 +56,64 @@ inline cudaStream_t stream_of(Device d) { return static_cast<cudaStream_t>(detai
 template <class = void>
 __global__ void empty_kernel() {}
 
-// Keeps a stream busy for `ns` nanoseconds, so that the host can queue the timed work behind it:
-// the measurement then holds GPU time only, not the host's launch latency.
+// Keeps a stream busy until the host sets *release (pinned host memory, mapped) or `ns`
+// nanoseconds have passed, so that the host can queue the timed work behind it: the measurement
+// then holds GPU time only, not the host's launch latency. With release null it spins `ns`.
 template <class = void>
-__global__ void spin_kernel(unsigned long long ns) {
+__global__ void spin_kernel(unsigned long long ns, const volatile int* release) {
   unsigned long long t0 = 0, t = 0;
   asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(t0));
   do {
+    if (release != nullptr && *release != 0) return;
 #if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 700
-    __nanosleep(500);
+    __nanosleep(release != nullptr ? 100 : 500);
 #endif
     asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(t));
   } while (t - t0 < ns);
 }
 
+// TESSERA_BENCH_TIMER=spin: the timer of sessions before 38 (below), for comparisons in one run.
+inline bool released_timer() {
+  static const bool on = [] {
+    const char* v = std::getenv("TESSERA_BENCH_TIMER");
+    return v == nullptr || std::string(v) != "spin";
+  }();
+  return on;
+}
+
 // Times the work queued between start() and stop() on the streams of `devs` (Tessera's
-// streams): start() blocks every stream behind a spin kernel and records one start event on
-// devs[0]'s stream, which every other stream waits for; stop() records a stop event on each
-// stream, joins them on devs[0]'s stream and returns the elapsed milliseconds from the start
-// to the last device's end. late() counts timings where the spin had already run out when
-// stop() was reached (the host queued too slowly: those include host gaps; raise spin_us).
+// streams). start() blocks every stream behind a spin kernel and records a start event on each;
+// stop() records a stop event on each stream, then releases the spins all at once through one
+// flag in pinned host memory, and returns the longest of the devices' start-to-stop times. So all
+// GPUs start together: the spins used to run a fixed time each, and since the host launches them
+// one GPU after the other (3-5 us per launch), the last GPU started 10-15 us after the first,
+// and the samples were joined on the first GPU by cross-device event waits; both were charged to
+// every multi-GPU sample and to no single-GPU one (about 5 us per Jacobi sweep in samples of 5
+// on 4 GPUs). A spin that runs out before the release (after spin_us) starts its GPU anyway:
+// late() counts samples where that happened on the first GPU (the host queued too slowly: those
+// include host gaps; raise spin_us). TESSERA_BENCH_TIMER=spin keeps the former timer: fixed
+// spins, the other streams waiting for the first one's start event, one join on the first GPU.
 class event_timer {
  public:
   event_timer(DeviceSet devs, double spin_us)
-      : devs_(std::move(devs)), spin_ns_(static_cast<unsigned long long>(spin_us * 1e3)) {
+      : devs_(std::move(devs)), spin_ns_(static_cast<unsigned long long>(spin_us * 1e3)), released_(released_timer()) {
     if (devs_.empty()) throw invalid_argument("bench: event_timer needs at least one GPU");
+    starts_.assign(devs_.size(), nullptr);
     stops_.assign(devs_.size(), nullptr);
     try {
       for (std::size_t i = 0; i < devs_.size(); ++i) {
         detail::rt::set_device(devs_[i].id());
+        check(cudaEventCreate(&starts_[i]), "cudaEventCreate", devs_[i]);
         check(cudaEventCreate(&stops_[i]), "cudaEventCreate", devs_[i]);
       }
       detail::rt::set_device(devs_[0].id());
-      check(cudaEventCreate(&start_), "cudaEventCreate", devs_[0]);
       check(cudaEventCreate(&end_), "cudaEventCreate", devs_[0]);
+      if (released_) {
+        void* p = nullptr;
+        check(cudaHostAlloc(&p, sizeof(int), cudaHostAllocMapped | cudaHostAllocPortable), "cudaHostAlloc", devs_[0]);
+        flag_ = static_cast<volatile int*>(p);
+        *flag_ = 0;
+      }
     } catch (...) {
       release();
       throw;
@@ -97,26 +124,43 @@ class event_timer {
   event_timer& operator=(const event_timer&) = delete;
 
   void start() {
-    for (auto d : devs_) {
+    if (flag_ != nullptr) *flag_ = 0;
+    std::atomic_thread_fence(std::memory_order_seq_cst);
+    for (std::size_t i = 0; i < devs_.size(); ++i) {
+      const Device d = devs_[i];
       detail::rt::set_device(d.id());
-      spin_kernel<<<1, 1, 0, stream_of(d)>>>(spin_ns_);
+      spin_kernel<<<1, 1, 0, stream_of(d)>>>(spin_ns_, flag_);
       check(cudaGetLastError(), "spin_kernel<<<1, 1>>>", d);
+      if (released_ || i == 0) check(cudaEventRecord(starts_[i], stream_of(d)), "cudaEventRecord", d);
     }
-    detail::rt::set_device(devs_[0].id());
-    check(cudaEventRecord(start_, stream_of(devs_[0])), "cudaEventRecord", devs_[0]);
-    for (std::size_t i = 1; i < devs_.size(); ++i) {
-      detail::rt::set_device(devs_[i].id());
-      check(cudaStreamWaitEvent(stream_of(devs_[i]), start_, 0), "cudaStreamWaitEvent", devs_[i]);
+    if (!released_) {
+      for (std::size_t i = 1; i < devs_.size(); ++i) {
+        detail::rt::set_device(devs_[i].id());
+        check(cudaStreamWaitEvent(stream_of(devs_[i]), starts_[0], 0), "cudaStreamWaitEvent", devs_[i]);
+      }
     }
   }
 
   double stop() {
-    const cudaError_t q = cudaEventQuery(start_);
+    const cudaError_t q = cudaEventQuery(starts_[0]);
     if (q == cudaSuccess) ++late_;
     else if (q != cudaErrorNotReady) check(q, "cudaEventQuery", devs_[0]);
     for (std::size_t i = 0; i < devs_.size(); ++i) {
       detail::rt::set_device(devs_[i].id());
       check(cudaEventRecord(stops_[i], stream_of(devs_[i])), "cudaEventRecord", devs_[i]);
+    }
+    if (released_) {
+      std::atomic_thread_fence(std::memory_order_seq_cst);
+      *flag_ = 1;
+      double longest = 0;
+      for (std::size_t i = 0; i < devs_.size(); ++i) {
+        detail::rt::set_device(devs_[i].id());
+        check(cudaEventSynchronize(stops_[i]), "cudaEventSynchronize", devs_[i]);
+        float ms = 0;
+        check(cudaEventElapsedTime(&ms, starts_[i], stops_[i]), "cudaEventElapsedTime", devs_[i]);
+        longest = std::max(longest, static_cast<double>(ms));
+      }
+      return longest;
     }
     detail::rt::set_device(devs_[0].id());
     const cudaStream_t s0 = stream_of(devs_[0]);
@@ -125,7 +169,7 @@ class event_timer {
     check(cudaEventRecord(end_, s0), "cudaEventRecord", devs_[0]);
     check(cudaEventSynchronize(end_), "cudaEventSynchronize", devs_[0]);
     float ms = 0;
-    check(cudaEventElapsedTime(&ms, start_, end_), "cudaEventElapsedTime", devs_[0]);
+    check(cudaEventElapsedTime(&ms, starts_[0], end_), "cudaEventElapsedTime", devs_[0]);
     return ms;
   }
 
@@ -133,9 +177,14 @@ class event_timer {
 
  private:
   void release() noexcept {
+    for (auto& e : starts_) destroy(e);
     for (auto& e : stops_) destroy(e);
-    destroy(start_);
     destroy(end_);
+    if (flag_ != nullptr) {
+      *flag_ = 1;  // a spin still queued must not wait for its full time
+      (void)cudaFreeHost(const_cast<int*>(flag_));
+    }
+    flag_ = nullptr;
     (void)cudaGetLastError();
   }
 
@@ -146,8 +195,10 @@ class event_timer {
 
   DeviceSet devs_;
   unsigned long long spin_ns_;
-  cudaEvent_t start_ = nullptr, end_ = nullptr;
-  std::vector<cudaEvent_t> stops_;
+  bool released_;
+  volatile int* flag_ = nullptr;
+  cudaEvent_t end_ = nullptr;
+  std::vector<cudaEvent_t> starts_, stops_;
   int late_ = 0;
 };
 
