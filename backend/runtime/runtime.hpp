@@ -392,6 +392,7 @@ class copy_ticket {
   struct wait {
     int device;   // whose stream waits
     void* event;  // recorded on a destination's copy stream after its copies
+    int from;     // that destination
   };
   std::vector<wait> waits;
   std::vector<void*> events;  // destroyed once the waits are queued

@@ -98,13 +98,18 @@ void hide_communication(const Array<T, N>& u, F&& body) {
   // On GPUs the boundary pass and the copies go on the side streams (highest priority), behind
   // the work queued so far, and the interior pass on the main streams beside them: the interior
   // does not wait for the boundary kernels, which then cost no time of their own. Both passes
-  // read what the step before wrote, which the fork orders; they write disjoint cells.
+  // read what the step before wrote, which the fork orders; they write disjoint cells. The
+  // sources' waits for the copies that read them go on the side streams too, before the interior
+  // is queued: each main stream then waits once, at the join, for an event of its own GPU. On
+  // the main streams each wait for another GPU's event cost about 3 us between two interior
+  // kernels even when long complete (4 H200s, a CUPTI timeline: 7-10 us between the interiors of
+  // two sweeps with them there, against 1.7 us between two plain sweeps).
   detail::rt::side_stream_scope side;
   for (auto& w : rec.work) w(&boundary);
   detail::copy_into(detail::halo_cells(l), l, &ticket);
+  detail::rt::finish_copies(ticket);
   side.end();
   for (auto& w : rec.work) w(&interior);
-  detail::rt::finish_copies(ticket);
   side.join();
 }
 
