@@ -579,6 +579,8 @@ void finish_copies(copy_ticket& ticket) {
   // of its own: a wait for another GPU's event costs its stream about 3 us even when that event
   // is long complete (4 H200s, a CUPTI timeline of hide_communication), and on the copy stream it
   // is off the path of the main stream's kernels. The device's own copies ran on its copy stream.
+  // Inside a capture the waits stay direct (each becomes an edge of the graph; measured so).
+  const bool direct = capturing();
   std::vector<int> devices;
   for (const auto& w : waits)
     if (std::find(devices.begin(), devices.end(), w.device) == devices.end()) devices.push_back(w.device);
@@ -588,7 +590,7 @@ void finish_copies(copy_ticket& ticket) {
     const cudaStream_t copies = gpu(d).copy_stream;
     bool crossed = false;
     for (const auto& w : waits) {
-      if (w.device != d || w.from == d) continue;
+      if (direct || w.device != d || w.from == d) continue;
       cuda_check(cudaStreamWaitEvent(copies, static_cast<cudaEvent_t>(w.event), 0), "cudaStreamWaitEvent", d);
       crossed = true;
     }

@@ -103,13 +103,15 @@ void hide_communication(const Array<T, N>& u, F&& body) {
   // is queued: each main stream then waits once, at the join, for an event of its own GPU. On
   // the main streams each wait for another GPU's event cost about 3 us between two interior
   // kernels even when long complete (4 H200s, a CUPTI timeline: 7-10 us between the interiors of
-  // two sweeps with them there, against 1.7 us between two plain sweeps).
+  // two sweeps with them there, against 1.7 us between two plain sweeps). Without side streams
+  // (inside a capture) those waits would hold the interior back: they come after it.
   detail::rt::side_stream_scope side;
   for (auto& w : rec.work) w(&boundary);
   detail::copy_into(detail::halo_cells(l), l, &ticket);
-  detail::rt::finish_copies(ticket);
+  if (detail::rt::on_side_stream()) detail::rt::finish_copies(ticket);
   side.end();
   for (auto& w : rec.work) w(&interior);
+  detail::rt::finish_copies(ticket);  // nothing left to join if done above
   side.join();
 }
 
