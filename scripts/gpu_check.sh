@@ -27,13 +27,14 @@
 # `stencil_probe`: hand-written Jacobi and 3-D diffusion kernels against cudaMemcpy (no Tessera).
 # `soak`: the GPU soak cycle by cycle (which cycles grow GPU memory or threads).
 # `jit`: the stencil tests and bench_stencil with and without the run-time compiled stencil kernels.
+# `trace`: a GPU timeline of one bench through CUPTI (TRACE_BENCH, TRACE_ARGS, TRACE_MATCH; scripts/timeline.py).
 # `launch`: the bare launch's host cost (bench/support/launch_probe.cu; on several GPUs also one thread
 # per GPU at once), then bench_capture through
 # the driver and through the runtime (TESSERA_RUNTIME_LAUNCH=1).
 # `peer`: the copy tests (default and forced NCCL copies, and the gather kernel), then bench_stencil's re-shard and
 # bench_fft's fft2 with the default, the copy engines and other NCCL chunk sizes (PEER_VARIANTS adds
 # more: space-separated variants, each VAR=value settings joined by commas).
-# Usage: bash scripts/gpu_check.sh [tests|bench|all|multi|suite|stress [N]|mgrace [WAVES [BASE_TREE]]|peer|scaling|bulk|ranks|final|launch|launchers|stencil_probe|soak|jit|ab BASE_TREE]
+# Usage: bash scripts/gpu_check.sh [tests|bench|all|multi|suite|stress [N]|mgrace [WAVES [BASE_TREE]]|peer|scaling|bulk|ranks|final|trace|launch|launchers|stencil_probe|soak|jit|ab BASE_TREE]
 set -uo pipefail
 ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 OUT=${OUT:-/tmp/tessera-out}
@@ -339,6 +340,27 @@ if [ "$what" = final ]; then
   build_and_test final "$(variants_of $tests)" bench_elementwise $tests
   "$BUILD_DIR/bench_elementwise" > "$OUT/bench_elementwise.log" 2>&1 || status=1
   sed -n '/== summary/,$p' "$OUT/bench_elementwise.log"
+fi
+if [ "$what" = trace ]; then
+  # A GPU timeline of one bench (bench/support/cupti_trace.cpp, CUPTI; no Nsight Systems on these
+  # machines): TRACE_BENCH (default stencil) with TRACE_ARGS (default "--reps 3 --warmup 1") under
+  # the tracer, the records in $OUT/trace.csv.gz, then scripts/timeline.py's per-sample summary of
+  # the samples that ran a kernel named like TRACE_MATCH (default tessera_stencil).
+  source "$ROOT/scripts/common.sh"
+  set +e
+  configure > "$OUT/configure.log" 2>&1 || { tail -n 30 "$OUT/configure.log"; exit 1; }
+  bench="bench_${TRACE_BENCH:-stencil}"
+  cmake --build "$BUILD_DIR" --target "$bench" -j "$(nproc)" > "$OUT/trace_build.log" 2>&1 ||
+    { grep -E "error" "$OUT/trace_build.log" | head -20; exit 1; }
+  cuda=${CUDA_HOME:-/usr/local/cuda}
+  g++ -O2 -shared -fPIC -o "$BUILD_DIR/cupti_trace.so" "$ROOT/bench/support/cupti_trace.cpp" -I"$cuda/include" \
+    -L"$cuda/lib64" -lcupti 2>&1 | tail -n 5
+  # shellcheck disable=SC2086
+  CUDA_INJECTION64_PATH="$BUILD_DIR/cupti_trace.so" TRACE_OUT="$OUT/trace.csv" "$BUILD_DIR/$bench" \
+    ${TRACE_ARGS:---reps 3 --warmup 1} > "$OUT/trace_bench.log" 2>&1 || status=1
+  gzip -f "$OUT/trace.csv"
+  python3 "$ROOT/scripts/timeline.py" "$OUT/trace.csv.gz" --match "${TRACE_MATCH:-tessera_stencil}" |
+    tee "$OUT/timeline.txt" | head -n 80
 fi
 if [ "$what" = launch ]; then
   # Issue 22 item 3: the bare launch's host cost on this machine (bench/support/launch_probe.cu),

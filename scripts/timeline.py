@@ -1,0 +1,93 @@
+#!/usr/bin/env python3
+# SPDX-License-Identifier: Apache-2.0
+# Reads a GPU timeline written by bench/support/cupti_trace.cpp (gpu_check.sh trace) and prints,
+# for each timed sample of a bench (the work after the bench timer's spin kernels), its span,
+# what ran on which device and stream, and the idle gaps between consecutive kernels of a stream
+# (what a stream's waits and launches cost the GPU). With --sample N, every record of sample N.
+#
+#   python3 scripts/timeline.py TRACE.csv[.gz] [--sample N] [--match TEXT]
+#   --match TEXT   only samples that ran a kernel whose name contains TEXT
+import argparse
+import collections
+import gzip
+import statistics
+
+
+def load(path):
+    opener = gzip.open if path.endswith(".gz") else open
+    rows = []
+    with opener(path, "rt") as f:
+        for line in f:
+            p = line.rstrip("\n").split(",", 6)
+            if len(p) < 7:
+                continue
+            kind, dev, stream, start, end, nbytes, what = p
+            rows.append((int(start), int(end), kind, int(dev), int(stream), int(nbytes), what))
+    rows.sort()
+    return rows
+
+
+def short(r):
+    kind, what = r[2], r[6]
+    if kind != "K":
+        return f"{kind} {what} {r[5]} B"
+    for key in ("spin_kernel", "tessera_stencil", "elementwise_kernel", "bulk_kernel", "full_reduce", "nccl"):
+        if key in what:
+            return key
+    return what[:40]
+
+
+def samples(rows):
+    """The bench timer's spin kernels, one per device, start a sample; it runs until the next one."""
+    spins = [r for r in rows if "spin_kernel" in r[6]]
+    groups = []
+    for r in spins:
+        if groups and r[3] not in {s[3] for s in groups[-1]} and r[0] - groups[-1][0][0] < 1_000_000:
+            groups[-1].append(r)
+        else:
+            groups.append([r])
+    out = []
+    for i, g in enumerate(groups):
+        start = min(s[1] for s in g)
+        end = groups[i + 1][0][0] if i + 1 < len(groups) else rows[-1][1] + 1
+        ev = [r for r in rows if start <= r[0] < end and "spin_kernel" not in r[6]]
+        if ev:
+            out.append((start, ev))
+    return out
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("trace")
+    ap.add_argument("--sample", type=int)
+    ap.add_argument("--match")
+    a = ap.parse_args()
+    rows = load(a.trace)
+    ss = samples(rows)
+    for i, (start, ev) in enumerate(ss):
+        if a.sample is not None and i != a.sample:
+            continue
+        if a.match and not any(a.match in r[6] for r in ev):
+            continue
+        span = (max(r[1] for r in ev) - start) / 1e3
+        what = collections.Counter(short(r) for r in ev)
+        print(f"sample {i}: {span:.1f} us, devices {sorted(set(r[3] for r in ev))}, {dict(what)}")
+        # Gaps between consecutive kernels of each stream that ran more than one.
+        by_stream = collections.defaultdict(list)
+        for r in ev:
+            if r[2] == "K":
+                by_stream[(r[3], r[4])].append(r)
+        for (d, s), ks in sorted(by_stream.items()):
+            if len(ks) < 2:
+                continue
+            gaps = [(b[0] - x[1]) / 1e3 for x, b in zip(ks, ks[1:])]
+            print(f"  cuda:{d} stream {s}: {len(ks)} kernels, gaps between them us: median "
+                  f"{statistics.median(gaps):.2f}, max {max(gaps):.2f}")
+        if a.sample is not None:
+            for r in ev:
+                print(f"  {(r[0] - start) / 1e3:10.2f} {(r[1] - start) / 1e3:10.2f} {(r[1] - r[0]) / 1e3:8.2f}  "
+                      f"cuda:{r[3]} stream {r[4]:4d}  {short(r)}")
+
+
+if __name__ == "__main__":
+    main()
