@@ -576,7 +576,7 @@ void finish_copies(copy_ticket& ticket) {
   } release{events};
   // A device's waits for other GPUs' copies go on its copy stream, and its stream (the main one,
   // or the side one inside a side_stream_scope, which is the copy stream) waits once for an event
-  // of its own: a wait for another GPU's event costs its stream about 3 us even when that event
+  // of its own: a wait for another GPU's event costs its stream about 3.5 us even when that event
   // is long complete (4 H200s, a CUPTI timeline of hide_communication), and on the copy stream it
   // is off the path of the main stream's kernels. The device's own copies ran on its copy stream.
   // Inside a capture the waits stay direct (each becomes an edge of the graph; measured so).

@@ -101,10 +101,11 @@ void hide_communication(const Array<T, N>& u, F&& body) {
   // read what the step before wrote, which the fork orders; they write disjoint cells. The
   // sources' waits for the copies that read them go on the side streams too, before the interior
   // is queued: each main stream then waits once, at the join, for an event of its own GPU. On
-  // the main streams each wait for another GPU's event cost about 3 us between two interior
-  // kernels even when long complete (4 H200s, a CUPTI timeline: 7-10 us between the interiors of
-  // two sweeps with them there, against 1.7 us between two plain sweeps). Without side streams
-  // (inside a capture) those waits would hold the interior back: they come after it.
+  // the main streams each wait for another GPU's event cost about 3.5 us between two interior
+  // kernels even when long complete (4 H200s, a CUPTI timeline: 7-11 us between the interiors
+  // of two sweeps with them there, 1.5-3 us without, 1.4-1.6 us between two plain sweeps).
+  // Without side streams (inside a capture) those waits would hold the interior back: they
+  // come after it.
   detail::rt::side_stream_scope side;
   for (auto& w : rec.work) w(&boundary);
   detail::copy_into(detail::halo_cells(l), l, &ticket);
