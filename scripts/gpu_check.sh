@@ -345,7 +345,9 @@ if [ "$what" = trace ]; then
   # A GPU timeline of one bench (bench/support/cupti_trace.cpp, CUPTI; no Nsight Systems on these
   # machines): TRACE_BENCH (default stencil) with TRACE_ARGS (default "--reps 3 --warmup 1") under
   # the tracer, the records in $OUT/trace.csv.gz, then scripts/timeline.py's per-sample summary of
-  # the samples that ran a kernel named like TRACE_MATCH (default tessera_stencil).
+  # the samples that ran a kernel named like TRACE_MATCH (default tessera_stencil), or, for a bench
+  # timed on the host (no spin kernels: TRACE_BENCH=reduce TRACE_ARGS="--cases 5"), each kernel's
+  # count and durations.
   source "$ROOT/scripts/common.sh"
   set +e
   configure > "$OUT/configure.log" 2>&1 || { tail -n 30 "$OUT/configure.log"; exit 1; }

@@ -4,9 +4,11 @@
 # for each timed sample of a bench (the work after the bench timer's spin kernels), its span,
 # what ran on which device and stream, and the idle gaps between consecutive kernels of a stream
 # (what a stream's waits and launches cost the GPU). With --sample N, every record of sample N.
+# With --kernels (or when the trace holds no spin kernel, e.g. host-timed benches such as
+# bench_reduce's sum to host): each kernel name's count and durations over the whole trace.
 #
-#   python3 scripts/timeline.py TRACE.csv[.gz] [--sample N] [--match TEXT]
-#   --match TEXT   only samples that ran a kernel whose name contains TEXT
+#   python3 scripts/timeline.py TRACE.csv[.gz] [--sample N] [--match TEXT] [--kernels]
+#   --match TEXT   only samples (or kernels) whose kernel names contain TEXT
 import argparse
 import collections
 import gzip
@@ -56,14 +58,38 @@ def samples(rows):
     return out
 
 
+def kernels(rows, match):
+    """Each kernel name's count and durations, and the idle gaps before its launches on its stream."""
+    last_end = {}
+    by_name = collections.defaultdict(lambda: ([], []))
+    for r in rows:
+        if r[2] != "K":
+            continue
+        key = (r[3], r[4])
+        if match is None or match in r[6]:
+            durations, gaps = by_name[r[6]]
+            durations.append((r[1] - r[0]) / 1e3)
+            if key in last_end:
+                gaps.append((r[0] - last_end[key]) / 1e3)
+        last_end[key] = r[1]
+    for name, (durations, gaps) in sorted(by_name.items(), key=lambda kv: -sum(kv[1][0])):
+        gap = f", gap before it median {statistics.median(gaps):.2f}" if gaps else ""
+        print(f"{len(durations):6d} x {name[:70]}: us min {min(durations):.2f}, median "
+              f"{statistics.median(durations):.2f}, max {max(durations):.2f}{gap}")
+
+
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("trace")
     ap.add_argument("--sample", type=int)
     ap.add_argument("--match")
+    ap.add_argument("--kernels", action="store_true")
     a = ap.parse_args()
     rows = load(a.trace)
     ss = samples(rows)
+    if a.kernels or not ss:
+        kernels(rows, a.match)
+        return
     for i, (start, ev) in enumerate(ss):
         if a.sample is not None and i != a.sample:
             continue
