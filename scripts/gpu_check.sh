@@ -27,7 +27,8 @@
 # `stencil_probe`: hand-written Jacobi and 3-D diffusion kernels against cudaMemcpy (no Tessera).
 # `soak`: the GPU soak cycle by cycle (which cycles grow GPU memory or threads).
 # `jit`: the stencil tests and bench_stencil with and without the run-time compiled stencil kernels.
-# `trace`: a GPU timeline of one bench through CUPTI (TRACE_BENCH, TRACE_ARGS, TRACE_MATCH; scripts/timeline.py).
+# `trace`: a GPU timeline of one bench through CUPTI (TRACE_BENCH, TRACE_ARGS, TRACE_MATCH, TRACE_API;
+# scripts/timeline.py).
 # `launch`: the bare launch's host cost (bench/support/launch_probe.cu; on several GPUs also one thread
 # per GPU at once), then bench_capture through
 # the driver and through the runtime (TESSERA_RUNTIME_LAUNCH=1).
@@ -347,7 +348,8 @@ if [ "$what" = trace ]; then
   # the tracer, the records in $OUT/trace.csv.gz, then scripts/timeline.py's per-sample summary of
   # the samples that ran a kernel named like TRACE_MATCH (default tessera_stencil), or, for a bench
   # timed on the host (no spin kernels: TRACE_BENCH=reduce TRACE_ARGS="--cases 5"), each kernel's
-  # count and durations.
+  # count and durations. TRACE_API=1 records the host's CUDA calls too and prints where each
+  # thread's time from one launch to the next goes (TRACE_BENCH=capture: the plain launches).
   source "$ROOT/scripts/common.sh"
   set +e
   configure > "$OUT/configure.log" 2>&1 || { tail -n 30 "$OUT/configure.log"; exit 1; }
@@ -363,6 +365,9 @@ if [ "$what" = trace ]; then
   gzip -f "$OUT/trace.csv"
   python3 "$ROOT/scripts/timeline.py" "$OUT/trace.csv.gz" --match "${TRACE_MATCH:-tessera_stencil}" |
     tee "$OUT/timeline.txt" | head -n 80
+  if [ "${TRACE_API:-0}" = 1 ]; then
+    python3 "$ROOT/scripts/timeline.py" "$OUT/trace.csv.gz" --api | tee "$OUT/timeline_api.txt" | head -n 40
+  fi
 fi
 if [ "$what" = launch ]; then
   # Issue 22 item 3: the bare launch's host cost on this machine (bench/support/launch_probe.cu),

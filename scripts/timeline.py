@@ -6,8 +6,11 @@
 # (what a stream's waits and launches cost the GPU). With --sample N, every record of sample N.
 # With --kernels (or when the trace holds no spin kernel, e.g. host-timed benches such as
 # bench_reduce's sum to host): each kernel name's count and durations over the whole trace.
+# With --api (a trace taken with TRACE_API=1): for each host thread that launched kernels, the
+# host time from one launch to the next, split into the launch call itself, the other CUDA calls
+# in between, and the rest (the program's own code), then the CUDA calls by total time.
 #
-#   python3 scripts/timeline.py TRACE.csv[.gz] [--sample N] [--match TEXT] [--kernels]
+#   python3 scripts/timeline.py TRACE.csv[.gz] [--sample N] [--match TEXT] [--kernels] [--api]
 #   --match TEXT   only samples (or kernels) whose kernel names contain TEXT
 import argparse
 import collections
@@ -52,7 +55,7 @@ def samples(rows):
     for i, g in enumerate(groups):
         start = min(s[1] for s in g)
         end = groups[i + 1][0][0] if i + 1 < len(groups) else rows[-1][1] + 1
-        ev = [r for r in rows if start <= r[0] < end and "spin_kernel" not in r[6]]
+        ev = [r for r in rows if start <= r[0] < end and r[2] in "KMP" and "spin_kernel" not in r[6]]
         if ev:
             out.append((start, ev))
     return out
@@ -78,14 +81,58 @@ def kernels(rows, match):
               f"{statistics.median(durations):.2f}, max {max(durations):.2f}{gap}")
 
 
+LAUNCHES = ("cuLaunchKernel", "cudaLaunchKernel", "cuLaunchKernelEx", "cudaLaunchKernelExC", "cuGraphLaunch",
+            "cudaGraphLaunch")
+
+
+def api(rows):
+    """Host time between consecutive launches of each thread, and what it was spent on."""
+    calls = [r for r in rows if r[2] in "RD"]
+    # A runtime call wraps the driver calls it makes: count the outermost calls only.
+    by_thread = collections.defaultdict(list)
+    for r in calls:
+        by_thread[r[3]].append(r)
+    totals = collections.Counter()
+    counts = collections.Counter()
+    for thread, cs in sorted(by_thread.items()):
+        cs.sort()
+        outer = []
+        for r in cs:
+            if outer and r[0] >= outer[-1][0] and r[1] <= outer[-1][1]:
+                continue
+            outer.append(r)
+        for r in outer:
+            totals[r[6]] += (r[1] - r[0]) / 1e3
+            counts[r[6]] += 1
+        launches = [i for i, r in enumerate(outer) if r[6] in LAUNCHES]
+        if len(launches) < 2:
+            continue
+        per, inside, others = [], [], []
+        for a, b in zip(launches, launches[1:]):
+            per.append((outer[b][0] - outer[a][0]) / 1e3)
+            inside.append((outer[a][1] - outer[a][0]) / 1e3)
+            others.append(sum((r[1] - r[0]) / 1e3 for r in outer[a + 1:b]))
+        own = [p - i - o for p, i, o in zip(per, inside, others)]
+        med = statistics.median
+        print(f"thread {thread}: {len(launches)} launches; from one launch to the next, median {med(per):.2f} us: "
+              f"the launch call {med(inside):.2f}, other CUDA calls {med(others):.2f}, the rest {med(own):.2f}")
+    print("CUDA calls by total host time (outermost calls):")
+    for name, t in totals.most_common(15):
+        print(f"  {name:40s} {counts[name]:8d} calls  {t / 1e3:10.2f} ms  {t / counts[name]:8.2f} us each")
+
+
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("trace")
     ap.add_argument("--sample", type=int)
     ap.add_argument("--match")
     ap.add_argument("--kernels", action="store_true")
+    ap.add_argument("--api", action="store_true")
     a = ap.parse_args()
     rows = load(a.trace)
+    if a.api:
+        api(rows)
+        return
     ss = samples(rows)
     if a.kernels or not ss:
         kernels(rows, a.match)

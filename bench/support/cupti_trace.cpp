@@ -5,9 +5,12 @@
 // and writes them at exit to $TRACE_OUT (default trace.csv), one line each:
 //   kind,device,stream,start_ns,end_ns,bytes,what
 // kind: K kernel (what = its name), M copy (what = kind<CUpti_ActivityMemcpyKind>), P copy
-// between GPUs (what = src->dst). Kernels are recorded concurrently (CONCURRENT_KERNEL): the
-// timeline is the program's own, give or take the tracing's cost per record. scripts/timeline.py
-// reads the file. Built and run by `gpu_check.sh trace`:
+// between GPUs (what = src->dst); with TRACE_API=1 also R / D, a CUDA runtime / driver call on
+// the host (device = the calling thread's id, stream = 0, what = the call's name), in the same
+// clock: where a thread's host time per operation goes. Kernels are recorded concurrently
+// (CONCURRENT_KERNEL): the timeline is the program's own, give or take the tracing's cost per
+// record (more with TRACE_API). scripts/timeline.py reads the file. Built and run by
+// `gpu_check.sh trace`:
 //   g++ -O2 -shared -fPIC -o cupti_trace.so cupti_trace.cpp -I$CUDA/include -L$CUDA/lib64 -lcupti
 // Found with it (session 38): each wait of a main stream for another GPU's event cost about 3 us
 // between two kernels (hide_communication's copies).
@@ -54,6 +57,19 @@ void CUPTIAPI complete(CUcontext, uint32_t, uint8_t* buffer, size_t, size_t vali
                      static_cast<unsigned long long>(m->bytes), m->srcDeviceId, m->dstDeviceId);
         break;
       }
+      case CUPTI_ACTIVITY_KIND_RUNTIME:
+      case CUPTI_ACTIVITY_KIND_DRIVER: {
+        const auto* a = reinterpret_cast<const CUpti_ActivityAPI*>(r);
+        const bool runtime = r->kind == CUPTI_ACTIVITY_KIND_RUNTIME;
+        const char* name = nullptr;
+        if (cuptiGetCallbackName(runtime ? CUPTI_CB_DOMAIN_RUNTIME_API : CUPTI_CB_DOMAIN_DRIVER_API, a->cbid, &name) !=
+                CUPTI_SUCCESS ||
+            name == nullptr)
+          name = "?";
+        std::fprintf(out, "%c,%u,0,%llu,%llu,0,%s\n", runtime ? 'R' : 'D', a->threadId,
+                     static_cast<unsigned long long>(a->start), static_cast<unsigned long long>(a->end), name);
+        break;
+      }
       default:
         break;
     }
@@ -79,6 +95,10 @@ extern "C" int InitializeInjection(void) {
   cuptiActivityEnable(CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL);
   cuptiActivityEnable(CUPTI_ACTIVITY_KIND_MEMCPY);
   cuptiActivityEnable(CUPTI_ACTIVITY_KIND_MEMCPY2);
+  if (const char* api = std::getenv("TRACE_API"); api != nullptr && api[0] == '1') {
+    cuptiActivityEnable(CUPTI_ACTIVITY_KIND_RUNTIME);
+    cuptiActivityEnable(CUPTI_ACTIVITY_KIND_DRIVER);
+  }
   std::atexit(finish);
   return 1;
 }
