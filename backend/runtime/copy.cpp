@@ -594,7 +594,9 @@ void finish_copies(copy_ticket& ticket) {
       cuda_check(cudaStreamWaitEvent(copies, static_cast<cudaEvent_t>(w.event), 0), "cudaStreamWaitEvent", d);
       crossed = true;
     }
-    if (on == copies) continue;  // the own copies ran on this stream
+    // The own copies ran on this stream. (Inside a capture `on` is never the copy stream: a
+    // capture has no side streams. Giving it some needs the direct waits here too.)
+    if (on == copies) continue;
     if (crossed) {
       cudaEvent_t e = nullptr;
       cuda_check(cudaEventCreateWithFlags(&e, cudaEventDisableTiming), "cudaEventCreateWithFlags", d);
