@@ -4,7 +4,8 @@
 // 20000 launches. The floor under bench_capture's plain launches. With several GPUs, also an
 // "operation" of one launch per GPU: from one thread in turn, and from one thread per GPU at once
 // (a spin barrier per operation, as Tessera's launcher threads), and each thread launching on its
-// own GPU without barriers: whether the driver lets launches to different GPUs overlap.
+// own GPU without barriers: whether the driver lets launches to different GPUs overlap. Also ten
+// distinct kernels in turn against one repeated.
 // Built and run by `bash scripts/gpu_check.sh launch` (nvcc ... -lcuda -lpthread), not by CMake.
 #include <cuda.h>
 #include <cuda_runtime.h>
@@ -12,6 +13,7 @@
 #include <chrono>
 #include <cstdio>
 #include <thread>
+#include <utility>
 #include <vector>
 template <int B> struct P { char b[B]; };
 template <int B> __global__ void k(P<B> p) { if (p.b[0] == 123 && threadIdx.x == 999) printf("x"); }
@@ -40,6 +42,23 @@ template <int B> void sizes(cudaStream_t s, dim3 g, dim3 b) {
   cudaGetFuncBySymbol(&f, (const void*)&k<B>);
   std::snprintf(name, sizeof name, "cuLaunchKernel param %d B", B);
   per(name, [&] { cuLaunchKernel((CUfunction)f, g.x, 1, 1, b.x, 1, 1, 0, (CUstream)s, args, nullptr); });
+}
+// Ten distinct kernels launched in turn (bench_capture's body: ten operations, each its own
+// kernel, 32 blocks at 2^16 floats) against one of them repeated: whether the driver's cost per
+// launch grows when the function changes from one launch to the next.
+template <int I> __global__ void ten(P<256> p) { if (p.b[I] == 123 && threadIdx.x == 999) printf("x"); }
+template <int... I> void distinct(cudaStream_t s, std::integer_sequence<int, I...>) {
+  CUfunction f[sizeof...(I)];
+  int j = 0;
+  ((void)cudaGetFuncBySymbol(reinterpret_cast<cudaFunction_t*>(&f[j++]), (const void*)&ten<I>), ...);
+  P<256> p{};
+  void* args[] = {&p};
+  unsigned i = 0;
+  per("cuLaunchKernel, 10 kernels in turn, 256 B, 32 blocks", [&] {
+    cuLaunchKernel(f[i++ % sizeof...(I)], 32, 1, 1, 256, 1, 1, 0, (CUstream)s, args, nullptr);
+  });
+  per("cuLaunchKernel, one of them repeated, 256 B, 32 blocks",
+      [&] { cuLaunchKernel(f[0], 32, 1, 1, 256, 1, 1, 0, (CUstream)s, args, nullptr); });
 }
 // One launch per GPU per operation, n operations: host us per operation.
 void several(int gpus, int n = 20000) {
@@ -110,6 +129,7 @@ int main() {
   cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking);
   sizes<16>(s, dim3(64), dim3(256));
   sizes<512>(s, dim3(64), dim3(256));
+  distinct(s, std::make_integer_sequence<int, 10>{});
   int gpus = 0;
   cudaGetDeviceCount(&gpus);
   if (gpus > 1) several(gpus);
