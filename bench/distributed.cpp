@@ -313,7 +313,8 @@ struct Bench : tb::platform {
       for (const char* m : {"(1) c = a + b", "(2) c = sin(a) * b + 2 * a", "(3) sum to host",
                             "(3b) sum after elementwise", "(5) re-shard"})
         front.push_back({std::string(m) + ", N procs vs 1 proc", std::nullopt, 0.95, true, ">= 0.95x", how});
-      front.push_back({"(5) re-shard across ranks, GB/s per device / pair's", std::nullopt, 0.75, true, ">= 0.75x", how});
+      front.push_back(
+          {"(5) re-shard across ranks, GB/s per device / pair's", std::nullopt, 0.75, true, ">= 0.75x", how});
       rows.insert(rows.begin(), front.begin(), front.end());
       return;
     }
