@@ -24,6 +24,8 @@
 # longer fits the session's device time.
 # `launchers`: the tests of the GPU launcher threads' paths, then bench_reduce (5) and bench_capture
 # with and without them.
+# `profile`: a sampled profile of the host thread of one bench (bench/support/sample_profile.cpp).
+# `reduce_probe`: hand-written one-kernel float sums against CUB's DeviceReduce (no Tessera).
 # `stencil_probe`: hand-written Jacobi and 3-D diffusion kernels against cudaMemcpy (no Tessera).
 # `soak`: the GPU soak cycle by cycle (which cycles grow GPU memory or threads).
 # `jit`: the stencil tests and bench_stencil with and without the run-time compiled stencil kernels.
@@ -35,7 +37,7 @@
 # `peer`: the copy tests (default and forced NCCL copies, and the gather kernel), then bench_stencil's re-shard and
 # bench_fft's fft2 with the default, the copy engines and other NCCL chunk sizes (PEER_VARIANTS adds
 # more: space-separated variants, each VAR=value settings joined by commas).
-# Usage: bash scripts/gpu_check.sh [tests|bench|all|multi|suite|stress [N]|mgrace [WAVES [BASE_TREE]]|peer|scaling|bulk|ranks|final|trace|launch|launchers|stencil_probe|soak|jit|ab BASE_TREE]
+# Usage: bash scripts/gpu_check.sh [tests|bench|all|multi|suite|stress [N]|mgrace [WAVES [BASE_TREE]]|peer|scaling|bulk|ranks|final|trace|launch|launchers|profile|reduce_probe|stencil_probe|soak|jit|ab BASE_TREE]
 set -uo pipefail
 ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 OUT=${OUT:-/tmp/tessera-out}
@@ -387,6 +389,30 @@ if [ "$what" = launch ]; then
       TESSERA_RUNTIME_LAUNCH=$v "$BUILD_DIR/bench_capture" --iters 2000 --reps 5 | grep -E "^  [0-9]+ GPU" || status=1
     done
   done
+fi
+if [ "$what" = reduce_probe ]; then
+  # Issue 22 item 5: what one-kernel full reductions of 30M floats reach on this GPU against CUB's
+  # DeviceReduce::Sum (bench/support/reduce_probe.cu), GPU time and host time to a host result.
+  mkdir -p "$ROOT/build"
+  nvcc -std=c++17 -O3 -arch=sm_90 -o "$ROOT/build/reduce_probe" "$ROOT/bench/support/reduce_probe.cu" 2>&1 | tail -n 5
+  "$ROOT/build/reduce_probe" ${REDUCE_PROBE_N:-} 2>&1 | tee "$OUT/reduce_probe.log" || status=1
+fi
+if [ "$what" = profile ]; then
+  # Where the host's time goes (issue 22 item 3): bench/support/sample_profile.cpp samples the main
+  # thread's stack of PROFILE_BENCH (default capture) run with PROFILE_ARGS; $OUT/profile.txt.
+  source "$ROOT/scripts/common.sh"
+  set +e
+  configure > "$OUT/configure.log" 2>&1 || { tail -n 30 "$OUT/configure.log"; exit 1; }
+  bench="bench_${PROFILE_BENCH:-capture}"
+  cmake --build "$BUILD_DIR" --target "$bench" -j "$(nproc)" > "$OUT/profile_build.log" 2>&1 ||
+    { grep -E "error" "$OUT/profile_build.log" | head -20; exit 1; }
+  g++ -O2 -shared -fPIC -o "$BUILD_DIR/sample_profile.so" "$ROOT/bench/support/sample_profile.cpp" -ldl 2>&1 | tail -n 5
+  # shellcheck disable=SC2086
+  LD_PRELOAD="$BUILD_DIR/sample_profile.so" SAMPLE_OUT="$OUT/profile.txt" "$BUILD_DIR/$bench" \
+    ${PROFILE_ARGS:---iters 2000 --reps 5} > "$OUT/profile_bench.log" 2>&1 || status=1
+  grep -E "^  [0-9]+ GPU|summary" "$OUT/profile_bench.log"
+  head -n 30 "$OUT/profile.txt"
+  grep -A 40 "== inclusive" "$OUT/profile.txt"
 fi
 if [ "$what" = stencil_probe ]; then
   # Issue 22 item 1: what hand-written Jacobi and 3-D diffusion kernels reach on this GPU against

@@ -83,10 +83,10 @@ void launch(void (*kernel)(Task), dim3 grid, unsigned block, const Task& t, int 
   void* const on = stream ? stream : rt::stream(device);
   const unsigned g[3] = {grid.x, grid.y, grid.z}, b[3] = {block, 1, 1};
   void* args[] = {const_cast<Task*>(&t)};
-  if (!rt::driver_launch_enabled() ||
-      !rt::driver_launch(function_of(kernel, device), g, b, 0, args, on, device, shard, name))
-    kernel<<<grid, block, 0, static_cast<cudaStream_t>(on)>>>(t);
-  rt::check_launch(device, shard, name);
+  const bool by_driver = rt::driver_launch_enabled() &&
+                         rt::driver_launch(function_of(kernel, device), g, b, 0, args, on, device, shard, name);
+  if (!by_driver) kernel<<<grid, block, 0, static_cast<cudaStream_t>(on)>>>(t);
+  rt::check_launch(device, shard, name, by_driver);
 }
 
 }  // namespace tessera::detail::cuda

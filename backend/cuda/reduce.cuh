@@ -28,7 +28,10 @@ namespace tessera::detail::cuda {
 // instead of a grid-stride interleave (0). Both alternatives were measured against the defaults in
 // one run on 4 H100s (scripts/bench_ab.sh, bench_reduce): occupancy-sized with even shares, sum of
 // 2^28 float to the host went from 1.004x to 0.952x of CUB + copy (0.997x -> 0.948x with one GPU
-// visible), dot from 1.012x to 0.942x; so 8 per SM, interleaved, stay the defaults.
+// visible), dot from 1.012x to 0.942x; so 8 per SM, interleaved, stay the defaults. 4 per SM,
+// interleaved: faster for a bare one-kernel sum of 30M floats (bench/support/reduce_probe.cu,
+// H200 33.2 -> 32.0 us, H100 44.2 -> 43.5 us) but not for this kernel (bench_reduce on an H200:
+// sum vs CUB + copy 1.001x -> 0.936x, the 30M sum to host 39.1 -> 42.1 us; dot 0.990x -> 1.032x).
 #ifndef TESSERA_REDUCE_BLOCKS_PER_SM
 #define TESSERA_REDUCE_BLOCKS_PER_SM 8
 #endif

@@ -46,6 +46,52 @@ bool debug_sync() {
 }
 
 #if TESSERA_HAS_CUDA
+namespace {
+// cuLaunchKernel's and cuGetErrorString's signatures, without cuda.h's CUresult and handle types.
+using cu_launch_kernel = int (*)(void*, unsigned, unsigned, unsigned, unsigned, unsigned, unsigned, unsigned, void*,
+                                 void**, void**);
+using cu_error_string = int (*)(int, const char**);
+using cu_ctx_get_current = int (*)(void**);
+struct driver_entries {
+  cu_launch_kernel launch = nullptr;
+  cu_error_string error_string = nullptr;
+  cu_ctx_get_current ctx_get_current = nullptr;  // found even under TESSERA_RUNTIME_LAUNCH=1
+};
+const driver_entries& driver() {
+  static const driver_entries d = [] {
+    driver_entries e;
+#if CUDART_VERSION >= 12050  // cudaGetDriverEntryPointByVersion: CUDA 12.5 on; before, <<<>>>
+    void* launch = nullptr;
+    void* error_string = nullptr;
+    void* ctx = nullptr;
+    cudaDriverEntryPointQueryResult found = cudaDriverEntryPointSymbolNotFound;
+    if (cudaGetDriverEntryPointByVersion("cuCtxGetCurrent", &ctx, 12000, cudaEnableDefault, &found) == cudaSuccess &&
+        found == cudaDriverEntryPointSuccess)
+      e.ctx_get_current = reinterpret_cast<cu_ctx_get_current>(ctx);
+    (void)cudaGetLastError();
+    const char* off = std::getenv("TESSERA_RUNTIME_LAUNCH");
+    if (off != nullptr && std::atoi(off) != 0) return e;
+    if (cudaGetDriverEntryPointByVersion("cuLaunchKernel", &launch, 12000, cudaEnableDefault, &found) != cudaSuccess ||
+        found != cudaDriverEntryPointSuccess)
+      launch = nullptr;
+    if (cudaGetDriverEntryPointByVersion("cuGetErrorString", &error_string, 12000, cudaEnableDefault, &found) !=
+            cudaSuccess ||
+        found != cudaDriverEntryPointSuccess)
+      error_string = nullptr;
+    (void)cudaGetLastError();  // a failed lookup leaves no error behind for the next launch check
+    if (launch != nullptr && error_string != nullptr) {
+      e.launch = reinterpret_cast<cu_launch_kernel>(launch);
+      e.error_string = reinterpret_cast<cu_error_string>(error_string);
+    }
+#endif
+    return e;
+  }();
+  return d;
+}
+}  // namespace
+#endif
+
+#if TESSERA_HAS_CUDA
 // Everything about GPUs that the constructor learns; a failure throws and the next get()
 // retries the whole initialization.
 void init_gpus(state& s) {
@@ -77,6 +123,9 @@ void init_gpus(state& s) {
         cuda_check(cudaStreamCreateWithFlags(&st, cudaStreamNonBlocking), "cudaStreamCreateWithFlags", d);
     }
     g.concurrent_managed = concurrent != 0;
+    // The stream's creation made the primary context current.
+    if (const auto get_ctx = driver().ctx_get_current; get_ctx != nullptr && get_ctx(&g.context) != 0)
+      g.context = nullptr;
     s.table.push_back({device_kind::cuda, d, "cuda:" + std::to_string(d) + " (" + prop.name + ")",
                        prop.multiProcessorCount, static_cast<std::size_t>(prop.l2CacheSize)});
   }
@@ -447,11 +496,25 @@ int scoped_device() { return tl_current; }
 int get_cuda_device() {
 #if TESSERA_HAS_CUDA
   if (get().gpu_count == 0) return -1;
+  // Asks CUDA rather than the cache: user code may have called cudaSetDevice directly. When the
+  // current context is still the cached device's primary one, the driver's cuCtxGetCurrent says
+  // so for less than cudaGetDevice (once per operation: issue #22's plain launches).
+  if (const auto get_ctx = driver().ctx_get_current; get_ctx != nullptr && tl_cuda_device >= 0) {
+    void* c = nullptr;
+    if (get_ctx(&c) == 0 && c != nullptr && c == gpu(tl_cuda_device).context) return tl_cuda_device;
+  }
   int d = 0;
-  // Asks CUDA rather than the cache: user code may have called cudaSetDevice directly.
   cuda_check(cudaGetDevice(&d), "cudaGetDevice", tl_cuda_device < 0 ? 0 : tl_cuda_device);
   tl_cuda_device = d;
   return d;
+#else
+  return -1;
+#endif
+}
+
+int current_cuda_device() {
+#if TESSERA_HAS_CUDA
+  return tl_cuda_device;
 #else
   return -1;
 #endif
@@ -482,7 +545,7 @@ void synchronize_device(int device_id) {
 #endif
 }
 
-void check_launch(int device_id, int shard, const char* what) {
+void check_launch(int device_id, int shard, const char* what, bool by_driver) {
 #if TESSERA_HAS_CUDA
   if (!is_gpu(get(), device_id)) return;  // host executors report errors by throwing directly
   auto fail = [&](cudaError_t e, const char* when) {
@@ -490,55 +553,19 @@ void check_launch(int device_id, int shard, const char* what) {
                         std::to_string(device_id) + " (shard " + std::to_string(shard) + "): " + cudaGetErrorName(e) +
                         " (" + cudaGetErrorString(e) + ")");
   };
-  if (const cudaError_t e = cudaGetLastError(); e != cudaSuccess) fail(e, "to launch");
+  if (!by_driver) {
+    if (const cudaError_t e = cudaGetLastError(); e != cudaSuccess) fail(e, "to launch");
+  }
   if (debug_sync()) {
     const cudaError_t e = cudaStreamSynchronize(static_cast<cudaStream_t>(stream(device_id)));
     (void)cudaGetLastError();
     if (e != cudaSuccess) fail(e, "while running (TESSERA_DEBUG_SYNC=1)");
   }
 #else
-  (void)device_id, (void)shard, (void)what;
+  (void)device_id, (void)shard, (void)what, (void)by_driver;
 #endif
 }
 
-#if TESSERA_HAS_CUDA
-namespace {
-// cuLaunchKernel's and cuGetErrorString's signatures, without cuda.h's CUresult and handle types.
-using cu_launch_kernel = int (*)(void*, unsigned, unsigned, unsigned, unsigned, unsigned, unsigned, unsigned, void*,
-                                 void**, void**);
-using cu_error_string = int (*)(int, const char**);
-struct driver_entries {
-  cu_launch_kernel launch = nullptr;
-  cu_error_string error_string = nullptr;
-};
-const driver_entries& driver() {
-  static const driver_entries d = [] {
-    driver_entries e;
-    const char* off = std::getenv("TESSERA_RUNTIME_LAUNCH");
-    if (off != nullptr && std::atoi(off) != 0) return e;
-#if CUDART_VERSION >= 12050  // cudaGetDriverEntryPointByVersion: CUDA 12.5 on; before, <<<>>>
-    void* launch = nullptr;
-    void* error_string = nullptr;
-    cudaDriverEntryPointQueryResult found = cudaDriverEntryPointSymbolNotFound;
-    if (cudaGetDriverEntryPointByVersion("cuLaunchKernel", &launch, 12000, cudaEnableDefault, &found) != cudaSuccess ||
-        found != cudaDriverEntryPointSuccess)
-      launch = nullptr;
-    if (cudaGetDriverEntryPointByVersion("cuGetErrorString", &error_string, 12000, cudaEnableDefault, &found) !=
-            cudaSuccess ||
-        found != cudaDriverEntryPointSuccess)
-      error_string = nullptr;
-    (void)cudaGetLastError();  // a failed lookup leaves no error behind for the next launch check
-    if (launch != nullptr && error_string != nullptr) {
-      e.launch = reinterpret_cast<cu_launch_kernel>(launch);
-      e.error_string = reinterpret_cast<cu_error_string>(error_string);
-    }
-#endif
-    return e;
-  }();
-  return d;
-}
-}  // namespace
-#endif
 
 bool driver_launch_enabled() {
 #if TESSERA_HAS_CUDA

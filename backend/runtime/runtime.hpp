@@ -180,14 +180,19 @@ int scoped_device();
 // Current CUDA device of this thread, to restore it after work (-1 on host-only builds).
 int get_cuda_device();
 void restore_cuda_device(int ordinal);
+// The runtime's per-thread record of the current CUDA device (-1: not known), without asking
+// CUDA: what the runtime itself last set or read.
+int current_cuda_device();
 // Restores the thread's current CUDA device when the scope ends, normally or by an exception:
 // the one guard of every path that switches devices (the shard loop, collectives).
 class device_restorer {
  public:
   device_restorer() : saved_(get_cuda_device()) {}
+  // Only when the runtime moved the thread's device since (its cache says so): cudaSetDevice of
+  // the device already current still costs a call, on every one-GPU operation.
   ~device_restorer() {
     try {
-      restore_cuda_device(saved_);
+      if (saved_ != current_cuda_device()) restore_cuda_device(saved_);
     } catch (...) {  // a destructor must not throw; the work's own error matters more
     }
   }
@@ -199,8 +204,10 @@ class device_restorer {
 };
 void synchronize_device(int device_id);
 // Throws backend_error naming the kernel launch, the device and the shard if the last launch
-// on this thread failed; in TESSERA_DEBUG_SYNC=1 mode also synchronizes the stream.
-void check_launch(int device_id, int shard, const char* what);
+// on this thread failed; in TESSERA_DEBUG_SYNC=1 mode also synchronizes the stream. `by_driver`:
+// the launch went through driver_launch, which reported its own error (and any sticky one), so
+// the runtime's last-error slot is not read (one CUDA call less per launch).
+void check_launch(int device_id, int shard, const char* what, bool by_driver = false);
 // Launches `function` (a cudaFunction_t of the device, current on this thread) with the driver's
 // cuLaunchKernel, found once through cudaGetDriverEntryPointByVersion (no link against libcuda):
 // 0.3-0.5 us less host time per launch than <<<>>> or cudaLaunchKernel on H200s, where a launch

@@ -41,6 +41,9 @@ struct gpu_state {
   // device receives a batch's pieces from that source, all sources at once; empty otherwise.
   std::vector<cudaStream_t> peer_streams;
   bool concurrent_managed = false;  // false: no advise/prefetch, host access needs a device sync
+  // The device's primary context (a CUcontext), for get_cuda_device's check without cudaGetDevice;
+  // null when the driver's cuCtxGetCurrent was not found.
+  void* context = nullptr;
   // Staging is per device so transfers to different GPUs proceed in parallel; the mutex
   // serializes transfers of one device because they share the two chunks.
   std::mutex staging_mutex;
