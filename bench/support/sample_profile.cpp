@@ -5,12 +5,13 @@
 // and record its call stack (glibc backtrace, SAMPLE_DEPTH frames, default 12). At exit it writes
 // to $SAMPLE_OUT (default profile.txt) the functions the thread was in (leaf: self time) and the
 // functions on its stack (inclusive time), each as a share of the samples, named by dladdr and
-// demangled; a function of a stripped library shows as the library's name. What the host spends
+// demangled; code of a stripped library outside its exported functions shows as the library's name. What the host spends
 // per launch, inside the CUDA driver or in Tessera's own code (issue #22 item 3).
 // Built and run by `gpu_check.sh profile` (no Tessera):
 //   g++ -O2 -shared -fPIC -o sample_profile.so sample_profile.cpp -ldl
 #include <cxxabi.h>
 #include <dlfcn.h>
+#include <link.h>
 #include <execinfo.h>
 #include <signal.h>
 #include <sys/syscall.h>
@@ -66,10 +67,17 @@ std::map<void*, std::string> resolve(const std::vector<void*>& pcs) {
   std::map<std::string, std::vector<std::pair<void*, std::uintptr_t>>> by_file;
   for (void* pc : pcs) {
     Dl_info info{};
-    if (dladdr(pc, &info) == 0) {
+    void* entry = nullptr;  // the symbol's ElfW(Sym)
+    if (dladdr1(pc, &info, &entry, RTLD_DL_SYMENT) == 0) {
       names[pc] = "[unknown]";
       continue;
     }
+    // dladdr names the nearest exported symbol below pc: in a stripped library (libcuda) that is
+    // often another function; past the symbol's size, pc is not in it.
+    const auto* sym = static_cast<const ElfW(Sym)*>(entry);
+    if (info.dli_sname != nullptr && sym != nullptr && sym->st_size > 0 &&
+        reinterpret_cast<std::uintptr_t>(pc) - reinterpret_cast<std::uintptr_t>(info.dli_saddr) >= sym->st_size)
+      info.dli_sname = nullptr;
     const std::string file = info.dli_fname != nullptr ? info.dli_fname : "?";
     std::string lib = file;
     if (const auto slash = lib.rfind('/'); slash != std::string::npos) lib = lib.substr(slash + 1);
