@@ -8,7 +8,9 @@
 //      operation on one GPU and per shard on 4);
 //  (2) captured: g = capture(body) once, then --iters replays the same way (target <= 1.5 us host
 //      time per operation per replay, 1 and 4 GPUs);
-//  (3) the results of both, compared bit for bit.
+//  (3) the results of both, compared bit for bit;
+//  (4) an empty kernel's launch (<<<>>>, checked like Tessera's), the same number of times: the
+//      machine's floor under (1).
 //
 // Medians of --reps rounds. On host devices the same program prints host figures, labelled as such.
 //
@@ -106,7 +108,10 @@ int main(int argc, char** argv) {
                 o.log2n, o.iters, o.reps);
     std::printf("  %-12s %-10s %14s %14s %16s %14s\n", "devices", "how", "host us/op", "wall us/op",
                 "host us/launch", "bits");
-    std::optional<double> plain_one, plain_all_shard, capt_one, capt_all;
+    std::optional<double> plain_one, plain_all_shard, capt_one, capt_all, bare_one, bare_all;
+    // The machine's floor under the plain launches: an empty kernel's launch, in the same run (the
+    // figure moves by up to 1 us from one machine to the next).
+    tb::runner run{p.gpu, 0, 0, 1, 0};
     std::vector<DeviceSet> sets{p.one};
     if (p.size() > 1) sets.push_back(p.all);
     for (const DeviceSet& ds : sets) {
@@ -124,22 +129,28 @@ int main(int argc, char** argv) {
       const bool same = to_host(u) == to_host(u2) && to_host(v) == to_host(v2) && to_host(w) == to_host(w2);
       if (!same) ++errors;
       const double shards = double(ds.size());
+      const double bare = run.bare_launch_us(ds, o.iters * ops);
       std::printf("  %-12s %-10s %14.3f %14.3f %16.3f %14s\n", label.c_str(), "plain", median(ph), median(pw),
                   median(ph) / shards, "");
+      std::printf("  %-12s %-10s %14s %14s %16.3f %14s\n", label.c_str(), "bare", "", "", bare, "");
       std::printf("  %-12s %-10s %14.3f %14.3f %16s %14s\n", label.c_str(), "captured", median(ch), median(cw), "",
                   same ? "same" : "DIFFERENT");
       if (ds.size() == 1) {
         plain_one = median(ph);
         capt_one = median(ch);
+        bare_one = bare;
       } else {
         plain_all_shard = median(ph) / shards;
         capt_all = median(ch);
+        bare_all = bare;
       }
     }
     std::vector<tb::summary_row> rows;
-    rows.push_back({"plain launch, host us per op, " + p.one_label, plain_one, 4.0, false, "<= 4 us", "", "us"});
+    auto bare_note = [](const std::optional<double>& b) { return b ? "bare " + tb::fixed(*b) + " us" : std::string(); };
+    rows.push_back({"plain launch, host us per op, " + p.one_label, plain_one, 4.0, false, "<= 4 us",
+                    bare_note(bare_one), "us"});
     rows.push_back({"plain launch, host us per shard, " + p.all_label, plain_all_shard, 4.0, false, "<= 4 us",
-                    p.size() > 1 ? "" : "only 1 device", "us"});
+                    p.size() > 1 ? bare_note(bare_all) : "only 1 device", "us"});
     rows.push_back({"captured replay, host us per op, " + p.one_label, capt_one, 1.5, false, "<= 1.5 us", "", "us"});
     rows.push_back({"captured replay, host us per op, " + p.all_label, capt_all, 1.5, false, "<= 1.5 us",
                     p.size() > 1 ? "" : "only 1 device", "us"});

@@ -62,6 +62,15 @@ build_and_test() {
   grep -E "tests passed|Failed|\*\*\*" "$OUT/${name}_ctest.log" | tail -n 12
 }
 # The ctest names of these test programs, every variant: ^(test_a|test_b)\.
+# For the modes that run one bench: configures and builds target $1 (log $OUT/$2_build.log); a
+# failing configure or build ends the script.
+build_one() {
+  source "$ROOT/scripts/common.sh"
+  set +e
+  configure > "$OUT/configure.log" 2>&1 || { tail -n 30 "$OUT/configure.log"; exit 1; }
+  cmake --build "$BUILD_DIR" --target "$1" -j "$(nproc)" > "$OUT/$2_build.log" 2>&1 ||
+    { grep -E "error" "$OUT/$2_build.log" | head -20; exit 1; }
+}
 variants_of() { echo "^($(echo "$@" | tr ' ' '|'))\\."; }
 nvidia-smi -L | tee "$OUT/gpus.txt"
 status=0
@@ -352,12 +361,8 @@ if [ "$what" = trace ]; then
   # timed on the host (no spin kernels: TRACE_BENCH=reduce TRACE_ARGS="--cases 5"), each kernel's
   # count and durations. TRACE_API=1 records the host's CUDA calls too and prints where each
   # thread's time from one launch to the next goes (TRACE_BENCH=capture: the plain launches).
-  source "$ROOT/scripts/common.sh"
-  set +e
-  configure > "$OUT/configure.log" 2>&1 || { tail -n 30 "$OUT/configure.log"; exit 1; }
   bench="bench_${TRACE_BENCH:-stencil}"
-  cmake --build "$BUILD_DIR" --target "$bench" -j "$(nproc)" > "$OUT/trace_build.log" 2>&1 ||
-    { grep -E "error" "$OUT/trace_build.log" | head -20; exit 1; }
+  build_one "$bench" trace
   cuda=${CUDA_HOME:-/usr/local/cuda}
   g++ -O2 -shared -fPIC -o "$BUILD_DIR/cupti_trace.so" "$ROOT/bench/support/cupti_trace.cpp" -I"$cuda/include" \
     -L"$cuda/lib64" -lcupti 2>&1 | tail -n 5
@@ -400,12 +405,8 @@ fi
 if [ "$what" = profile ]; then
   # Where the host's time goes (issue 22 item 3): bench/support/sample_profile.cpp samples the main
   # thread's stack of PROFILE_BENCH (default capture) run with PROFILE_ARGS; $OUT/profile.txt.
-  source "$ROOT/scripts/common.sh"
-  set +e
-  configure > "$OUT/configure.log" 2>&1 || { tail -n 30 "$OUT/configure.log"; exit 1; }
   bench="bench_${PROFILE_BENCH:-capture}"
-  cmake --build "$BUILD_DIR" --target "$bench" -j "$(nproc)" > "$OUT/profile_build.log" 2>&1 ||
-    { grep -E "error" "$OUT/profile_build.log" | head -20; exit 1; }
+  build_one "$bench" profile
   g++ -O2 -shared -fPIC -o "$BUILD_DIR/sample_profile.so" "$ROOT/bench/support/sample_profile.cpp" -ldl 2>&1 | tail -n 5
   # shellcheck disable=SC2086
   LD_PRELOAD="$BUILD_DIR/sample_profile.so" SAMPLE_OUT="$OUT/profile.txt" "$BUILD_DIR/$bench" \

@@ -22,36 +22,84 @@ void refuse_while_recording(const char* what) {
                          what + "; do it before or after hide_communication");
 }
 
+struct job_storage {
+  std::vector<std::max_align_t> tasks;
+  std::vector<buffer_list> uses;
+  std::vector<shard_launch> launches;
+};
+
+namespace {
+// The storage of finished job lists, kept with its capacity for the thread's next operations, so
+// that an operation allocates nothing here (it made three allocations and frees each time: host
+// time on every plain launch, issue #22 item 3). Nested operations take their own from the stack.
+struct storage_cache {
+  std::vector<job_storage*> free;
+  storage_cache() { free.reserve(kept); }
+  ~storage_cache() {
+    for (job_storage* s : free) delete s;
+  }
+  static constexpr std::size_t kept = 4;
+};
+thread_local storage_cache tl_storage;
+
+job_storage* take_storage() {
+  if (tl_storage.free.empty()) return new job_storage;
+  job_storage* s = tl_storage.free.back();
+  tl_storage.free.pop_back();
+  return s;
+}
+
+void give_back(job_storage* s) {
+  s->uses.clear();
+  s->launches.clear();
+  if (tl_storage.free.size() < storage_cache::kept && s->tasks.capacity() <= (std::size_t{1} << 12)) {
+    tl_storage.free.push_back(s);  // reserved: no allocation
+  } else {
+    delete s;
+  }
+}
+}  // namespace
+
 job_list::job_list(const task_type& type, std::size_t capacity)
-    : type_(&type), slots_((type.size + sizeof(std::max_align_t) - 1) / sizeof(std::max_align_t)) {
-  tasks_.resize(slots_ * capacity);
-  uses_.reserve(capacity);
-  launches_.reserve(capacity);
+    : type_(&type), slots_((type.size + sizeof(std::max_align_t) - 1) / sizeof(std::max_align_t)), s_(take_storage()) {
+  try {
+    s_->tasks.assign(slots_ * capacity, std::max_align_t{});
+    s_->uses.reserve(capacity);
+    s_->launches.reserve(capacity);
+  } catch (...) {
+    give_back(s_);
+    throw;
+  }
 }
 
 job_list::~job_list() {
-  if (type_->destroy_in_place == nullptr) return;
-  for (std::size_t i = 0; i < launches_.size(); ++i) type_->destroy_in_place(tasks_.data() + slots_ * i);
+  if (type_->destroy_in_place != nullptr) {
+    for (std::size_t i = 0; i < s_->launches.size(); ++i) type_->destroy_in_place(s_->tasks.data() + slots_ * i);
+  }
+  give_back(s_);
 }
 
 void* job_list::add(int device, int shard, std::int64_t n, buffer_list&& uses) {
-  if (launches_.size() == launches_.capacity()) throw error("tessera: internal error: job_list::add past its capacity");
-  void* task = tasks_.data() + slots_ * launches_.size();
-  uses_.push_back(std::move(uses));
-  launches_.push_back({.device = device,
-                       .shard = shard,
-                       .host = info(device).kind == device_kind::host,
-                       .n = n,
-                       .run = type_->run,
-                       .task = task,
-                       .uses = &uses_.back(),
-                       .parallel = type_->parallel,
-                       .clone = type_->clone,
-                       .destroy = type_->destroy});
+  std::vector<shard_launch>& launches = s_->launches;
+  // The capacity asked for (tasks sized for it; a reused storage may have reserved more launches).
+  if ((launches.size() + 1) * slots_ > s_->tasks.size())
+    throw error("tessera: internal error: job_list::add past its capacity");
+  void* task = s_->tasks.data() + slots_ * launches.size();
+  s_->uses.push_back(std::move(uses));
+  launches.push_back({.device = device,
+                      .shard = shard,
+                      .host = info(device).kind == device_kind::host,
+                      .n = n,
+                      .run = type_->run,
+                      .task = task,
+                      .uses = &s_->uses.back(),
+                      .parallel = type_->parallel,
+                      .clone = type_->clone,
+                      .destroy = type_->destroy});
   return task;
 }
 
-void job_list::run(bool sequential) const { run_shards(launches_.data(), launches_.size(), sequential); }
+void job_list::run(bool sequential) const { run_shards(s_->launches.data(), s_->launches.size(), sequential); }
 
 void run_shards(const shard_launch* shards, std::size_t count, bool sequential) {
   refuse_while_recording("an operation that launches work other than an assignment (a reduction, scan, sort, "

@@ -512,14 +512,6 @@ int get_cuda_device() {
 #endif
 }
 
-int current_cuda_device() {
-#if TESSERA_HAS_CUDA
-  return tl_cuda_device;
-#else
-  return -1;
-#endif
-}
-
 void restore_cuda_device(int ordinal) {
 #if TESSERA_HAS_CUDA
   if (ordinal < 0 || get().gpu_count == 0) return;

@@ -180,19 +180,18 @@ int scoped_device();
 // Current CUDA device of this thread, to restore it after work (-1 on host-only builds).
 int get_cuda_device();
 void restore_cuda_device(int ordinal);
-// The runtime's per-thread record of the current CUDA device (-1: not known), without asking
-// CUDA: what the runtime itself last set or read.
-int current_cuda_device();
 // Restores the thread's current CUDA device when the scope ends, normally or by an exception:
 // the one guard of every path that switches devices (the shard loop, collectives).
 class device_restorer {
  public:
   device_restorer() : saved_(get_cuda_device()) {}
-  // Only when the runtime moved the thread's device since (its cache says so): cudaSetDevice of
-  // the device already current still costs a call, on every one-GPU operation.
+  // Only when the device changed: cudaSetDevice of the device already current still costs a call,
+  // on every one-GPU operation. Read again, not taken from the runtime's cache, since a library
+  // call (cusolverMg) may have switched it behind the cache; while the context is the cached
+  // device's, that reading is one cuCtxGetCurrent.
   ~device_restorer() {
     try {
-      if (saved_ != current_cuda_device()) restore_cuda_device(saved_);
+      if (saved_ != get_cuda_device()) restore_cuda_device(saved_);
     } catch (...) {  // a destructor must not throw; the work's own error matters more
     }
   }
@@ -286,6 +285,7 @@ struct task_type {
 // assignment plans into it (dsl/tessera/assign.hpp), so that the job vector and the launch list
 // are compiled once here rather than once per expression type. Room for `capacity` jobs is made up
 // front: the tasks and use lists never move while the shard loop points at them.
+struct job_storage;
 class job_list {
  public:
   job_list(const task_type& type, std::size_t capacity);
@@ -302,9 +302,7 @@ class job_list {
  private:
   const task_type* type_;
   std::size_t slots_;  // max_align_t units per task
-  std::vector<std::max_align_t> tasks_;
-  std::vector<buffer_list> uses_;
-  std::vector<shard_launch> launches_;
+  job_storage* s_;     // the jobs' tasks, buffer lists and launches (dispatch.cpp)
 };
 
 // Host shards at least this large run concurrently on the host thread pool when several are
