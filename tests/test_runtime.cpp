@@ -9,6 +9,7 @@
 #include <cstdint>
 #include <cstdlib>
 #include <cstring>
+#include <new>
 #include <random>
 #include <set>
 #include <sstream>
@@ -353,3 +354,93 @@ TEST_CASE("streams, set_device, synchronize and check_launch") {
   rt::memory_info(gs.back().id(), free, total);
   CHECK(rt::get_cuda_device() == gs.front().ordinal());
 }
+
+namespace {
+// Tasks for the job-list test: each run counts one hit; destroyed_tasks counts in-place
+// destructions of the owning kind.
+int destroyed_tasks = 0;
+struct counting_task {
+  int* hits;
+};
+struct owning_task {
+  int* hits;
+  ~owning_task() { ++destroyed_tasks; }
+};
+template <class T>
+void run_counting(const void* t, int, int, bool) {
+  ++*static_cast<const T*>(t)->hits;
+}
+void destroy_owning(void* t) { static_cast<owning_task*>(t)->~owning_task(); }
+constexpr rt::task_type counting_type{sizeof(counting_task), run_counting<counting_task>, nullptr, nullptr, nullptr,
+                                      false};
+constexpr rt::task_type owning_type{sizeof(owning_task), run_counting<owning_task>, nullptr, nullptr, destroy_owning,
+                                    false};
+}  // namespace
+
+// Job lists take their storage from a per-thread stack (no allocation per operation): a list
+// reusing the storage of a larger one still holds exactly the jobs it asked room for, a list made
+// while another is alive gets storage of its own, and tasks are destroyed with their list.
+TEST_CASE("job lists: room for the jobs asked for, reused storage, nested lists apart") {
+  const Device h = tessera::host_devices(1)[0];
+  int hits = 0, expected = 0;
+  for (const std::size_t cap : {std::size_t{4}, std::size_t{1}, std::size_t{3}, std::size_t{1}, std::size_t{0}}) {
+    CAPTURE(cap);
+    rt::job_list jobs(counting_type, cap);
+    for (std::size_t i = 0; i < cap; ++i) new (jobs.add(h.id(), int(i), 1, rt::buffer_list{})) counting_task{&hits};
+    CHECK_THROWS_WITH_AS(jobs.add(h.id(), 9, 1, rt::buffer_list{}), doctest::Contains("past its capacity"),
+                         tessera::error);
+    jobs.run(false);
+    expected += static_cast<int>(cap);
+    CHECK(hits == expected);
+  }
+  int outer = 0, inner = 0;
+  {
+    rt::job_list a(counting_type, 2);
+    new (a.add(h.id(), 0, 1, rt::buffer_list{})) counting_task{&outer};
+    {
+      rt::job_list b(counting_type, 3);
+      for (int i = 0; i < 3; ++i) new (b.add(h.id(), i, 1, rt::buffer_list{})) counting_task{&inner};
+      b.run(false);
+    }
+    new (a.add(h.id(), 1, 1, rt::buffer_list{})) counting_task{&outer};
+    a.run(false);
+  }
+  CHECK(outer == 2);
+  CHECK(inner == 3);
+  destroyed_tasks = 0;
+  int owned = 0;
+  for (int round = 0; round < 3; ++round) {
+    rt::job_list jobs(owning_type, 2);
+    new (jobs.add(h.id(), 0, 1, rt::buffer_list{})) owning_task{&owned};
+    new (jobs.add(h.id(), 1, 1, rt::buffer_list{})) owning_task{&owned};
+    jobs.run(false);
+  }
+  CHECK(owned == 6);
+  CHECK(destroyed_tasks == 6);
+}
+
+#if defined(__CUDACC__)
+// The runtime caches the thread's CUDA device and checks the current context against it (one
+// cuCtxGetCurrent): a device the user made current behind that cache, with cudaSetDevice, must
+// still be the current one after the runtime ran shards on any GPU.
+TEST_CASE("run_shards leaves current the device the user set with cudaSetDevice") {
+  if (skip_without_gpu()) return;
+  const DeviceSet gs = tessera::gpus();
+  if (gs.empty()) return;
+  auto as_a_launch = [](const void*, int device, int, bool) { rt::set_device(device); };
+  for (Device user : gs) {
+    for (Device target : gs) {
+      CAPTURE(user.name());
+      CAPTURE(target.name());
+      REQUIRE(cudaSetDevice(user.ordinal()) == cudaSuccess);
+      const rt::shard_launch s{.device = target.id(), .shard = 0, .host = false, .n = 1, .run = +as_a_launch,
+                               .task = nullptr};
+      rt::run_shards(&s, 1, false);
+      int now = -1;
+      REQUIRE(cudaGetDevice(&now) == cudaSuccess);
+      CHECK(now == user.ordinal());
+      CHECK(rt::get_cuda_device() == user.ordinal());
+    }
+  }
+}
+#endif
