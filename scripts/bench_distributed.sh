@@ -9,7 +9,8 @@
 # Usage: bash scripts/bench_distributed.sh [--host] [N] [extra bench_distributed arguments...]
 #   BUILD_DIR   the build holding bench_distributed (default build/)
 #   MPIRUN      the launcher (default mpirun; --oversubscribe is added with --host)
-# As root in a container OpenMPI also needs OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1.
+# As root (the GPU machines' containers) OpenMPI refuses to start without OMPI_ALLOW_RUN_AS_ROOT=1
+# and OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1: the script sets both there unless the caller did.
 set -euo pipefail
 ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 BUILD_DIR=${BUILD_DIR:-$ROOT/build}
@@ -26,6 +27,9 @@ bench="$BUILD_DIR/bench_distributed"
 base=$(mktemp /tmp/tessera-bench-distributed.XXXXXX)
 trap 'rm -f "$base"' EXIT
 export NCCL_NVLS_ENABLE=0
+if [ "$(id -u)" = 0 ]; then
+  export OMPI_ALLOW_RUN_AS_ROOT=${OMPI_ALLOW_RUN_AS_ROOT:-1} OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=${OMPI_ALLOW_RUN_AS_ROOT_CONFIRM:-1}
+fi
 
 if [ "$host" = 1 ]; then
   export TESSERA_BACKEND=host
