@@ -46,6 +46,7 @@
 #endif
 
 #include <algorithm>
+#include <chrono>
 #include <cmath>
 #include <cstdio>
 #include <exception>
@@ -248,9 +249,28 @@ struct Bench : tb::platform {
     copyto(y, x);
     const index_t i = m - 3, j = 5;
     if (y.at(i, j) != x.at(i, j)) wrong("re-shard y(m - 3, 5)", y.at(i, j), x.at(i, j));
+    const int late_before = run.late;
     const double t = slowest(run.time(local, static_cast<int>(o.batch), [&] { copyto(y, x); }).median);
+    const int late = run.late - late_before;
     const double per_device = 4.0 * double(m) * double(m) / G * (G - 1) / G;
     row("copyto(y shard(0), x shard(1))", t, per_device, where());
+    // The host's own time to queue one copy (no wait for the devices), the slowest rank's median
+    // of --reps: where it nears the GPU time, the figure above is the host's, not the transport's.
+    {
+      std::vector<double> us;
+      for (long long r = 0; r < o.reps; ++r) {
+        synchronize();
+        const auto t0 = std::chrono::steady_clock::now();
+        copyto(y, x);
+        us.push_back(std::chrono::duration<double, std::micro>(std::chrono::steady_clock::now() - t0).count());
+      }
+      synchronize();
+      std::sort(us.begin(), us.end());
+      const double q = slowest(us[us.size() / 2]);
+      say("      host time to queue one copy: %s us (median of %lld)%s\n", fixed(q, 1).c_str(), o.reps,
+          late > 0 ? (", " + std::to_string(late) + " of the timed samples ran late (host gaps)").c_str() : "");
+      mine["reshard_queue_us"] = q;
+    }
     mine["reshard_ms"] = t;
     mine["reshard_device_gbps"] = tb::gbps(per_device, t);
     // The across-ranks target's baseline (issue 22 item 2: GB/s per device >= 0.75x of one pair's

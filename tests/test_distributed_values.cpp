@@ -520,10 +520,12 @@ TEST_CASE("copies between placements that cross ranks") {
   }
 }
 
-// On GPUs of several ranks a re-shard moving 32 MiB or more between devices goes through NCCL
-// (comm::exchange across ranks: pieces packed on their sources, unpacked on their destinations,
-// each rank staging and queuing only its own part); ranks sharing a GPU keep host staging and MPI.
-// Odd sizes (uneven blocks, 4-byte rows), both directions, and a block of a view.
+// On GPUs of several ranks a re-shard moving 32 MiB or more between devices goes through CUDA IPC
+// when every rank holds one of the GPUs (pushed into receive buffers the destinations lend, then
+// copied into place; ipc_exchange.cpp), else through NCCL (pieces packed on their sources, unpacked
+// on their destinations; the .nccl ctest variant forces it); ranks sharing a GPU keep host staging
+// and MPI. Odd sizes (uneven blocks, 4-byte rows), both directions, a block of a view, and a larger
+// re-shard last (the receive buffers grow).
 TEST_CASE("large re-shards across ranks") {
   for (const DeviceSet& D : sets()) {
     const bool big = on_gpus(D);
@@ -543,6 +545,10 @@ TEST_CASE("large re-shards across ranks") {
       for (std::size_t i = 0; i + 2 < M; ++i) want[i + j * (M - 2)] = v[(i + 1) + (j + 2) * M];
     check_values(to_host(z), want, 0, 0, "copyto(shard(0) <- a window of shard(1))");
     check_values(to_host(x), v, 0, 0, "the source after the copies");
+    const index_t m2 = m + (big ? 512 : 18);
+    const auto v2 = values<float>(static_cast<std::size_t>(m2) * N, 132, -2, 2);
+    const Array<float, 2> x2 = from_host(v2, {m2, n}, shard(1, D));
+    check_values(to_host(copy(x2, shard(0, D))), v2, 0, 0, "copy(shard(1) -> shard(0)), a larger matrix");
   }
 }
 

@@ -1,0 +1,526 @@
+// SPDX-License-Identifier: Apache-2.0
+// A batch of copies between GPUs of several ranks on one node (a re-shard across ranks) pushed by
+// the sources' SMs straight into the destinations' memory through CUDA IPC, instead of NCCL.
+//
+// Why: NCCL across processes packs each strided piece on its source (a local pass), then moves it
+// through its own FIFO buffers (another pass on each side), one group per chunk; on 4 H100 ranks
+// a 16384^2 float re-shard moved 233-237 GB/s per device, 0.60x of one pair's peer copy, and each
+// group held the host for about 250 us (bench_distributed (5), docs/performance.md). Within one
+// process the runtime's scatter kernel (cuda::gather_rows run by the source, reading its strided
+// rows locally and writing every destination at once over NVLink) reaches 0.79x. Across processes
+// the user's arrays (managed memory by default) cannot be mapped by another process, so each
+// destination lends a receive buffer of its own (cudaMalloc, exported with cudaIpcGetMemHandle):
+// the sources write their pieces there, contiguous, and the destination copies them into place,
+// chunk by chunk, behind the sources.
+//
+// Every wait between processes is a GPU's, on a flag in its own memory that the other process's GPU
+// writes (cuStreamWaitValue32 / cuStreamWriteValue32 on memory mapped through CUDA IPC, as
+// NVIDIA's nvFuser and PyTorch's symmetric memory signal between GPUs): the host waits for nothing,
+// and each chunk is copied into place as soon as it has landed. A peer that dies leaves such a wait
+// unsatisfied, so every call is watched like an NCCL collective across ranks (watchdog.hpp): past
+// TESSERA_MPI_TIMEOUT the rank is marked failed and the watchdog writes the flags its streams wait
+// on itself, so that they drain and the host's waits throw distributed_error instead of hanging.
+// The schedule of call number `seq` (the same on every rank; buffer b = seq % 2):
+//   1. each rank makes sure its receive buffer b holds its incoming bytes (two buffers, used in
+//      turn, so that a call does not wait for the previous call's copies out of its buffer), then
+//      one exchange of every rank's handles (dist::share_blocks) and one small collective once the
+//      peers' buffers and flags are opened (cached); a rank short of memory, without IPC or on
+//      another node sends every rank to NCCL, nothing queued;
+//   2. each source's main stream waits until each destination has copied out of buffer b in call
+//      seq - 2 (`freed`), then pushes chunk after chunk (one scatter kernel each), writing
+//      `sent[b][j] = seq` into each destination's flags after chunk j;
+//   3. each destination's side stream waits for chunk j of every source and copies it into place,
+//      then writes `freed[b] = seq` into each source's flags; the main stream joins the side stream;
+//   4. one small collective: every rank has queued its part, or every rank releases its waits and
+//      throws.
+// TESSERA_PEER_IPC=0 leaves such batches to NCCL; TESSERA_PEER_IPC_CHUNK_MB (default 32) sets the
+// bytes per source per chunk.
+#include <backend/comm/comm.hpp>
+#include <backend/comm/ipc.hpp>
+#include <backend/comm/watchdog.hpp>
+#include <backend/process/mpi.hpp>
+#include <backend/runtime/runtime.hpp>
+#include <tessera/device.hpp>
+#include <tessera/distributed.hpp>
+
+#if TESSERA_HAS_CUDA
+#include <backend/cuda/strided_copy.hpp>
+
+#include <cuda.h>
+#include <cuda_runtime.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <array>
+#include <chrono>
+#include <cstdint>
+#include <cstdlib>
+#include <cstring>
+#include <exception>
+#include <map>
+#include <mutex>
+#include <string>
+#include <vector>
+
+namespace tessera::detail::comm::ipc {
+namespace {
+
+constexpr int max_chunks = 16;
+
+int mode() {
+  static const int m = [] {
+    const char* v = std::getenv("TESSERA_PEER_IPC");
+    return v != nullptr && *v != '\0' && std::atoi(v) == 0 ? 0 : 1;
+  }();
+  return m;
+}
+
+std::size_t chunk_bytes() {
+  static const std::size_t b = [] {
+    const char* v = std::getenv("TESSERA_PEER_IPC_CHUNK_MB");
+    const long mb = v != nullptr ? std::atol(v) : 0;
+    return (mb > 0 ? static_cast<std::size_t>(mb) : std::size_t{32}) << 20;
+  }();
+  return b;
+}
+
+// The driver's stream memory operations (no runtime API has them), found once.
+using value_fn = CUresult (*)(CUstream, CUdeviceptr, cuuint32_t, unsigned int);
+struct memops {
+  value_fn wait = nullptr, write = nullptr;
+};
+const memops& ops() {
+  static const memops m = [] {
+    memops o;
+    void* w = nullptr;
+    void* x = nullptr;
+    cudaDriverEntryPointQueryResult found = cudaDriverEntryPointSymbolNotFound;
+    if (cudaGetDriverEntryPointByVersion("cuStreamWaitValue32", &w, 12000, cudaEnableDefault, &found) == cudaSuccess &&
+        found == cudaDriverEntryPointSuccess &&
+        cudaGetDriverEntryPointByVersion("cuStreamWriteValue32", &x, 12000, cudaEnableDefault, &found) == cudaSuccess &&
+        found == cudaDriverEntryPointSuccess) {
+      o.wait = reinterpret_cast<value_fn>(w);
+      o.write = reinterpret_cast<value_fn>(x);
+    }
+    (void)cudaGetLastError();
+    return o;
+  }();
+  return m;
+}
+
+void check_cu(CUresult r, const char* what, int device) {
+  if (r != CUDA_SUCCESS)
+    throw backend_error(std::string("tessera: ") + what + " failed on " + rt::info(device).name + " (CUresult " +
+                        std::to_string(static_cast<int>(r)) + ")");
+}
+// `stream` waits until the flag reaches `value` (cyclically: the counters may wrap).
+void wait_flag(int device, cudaStream_t stream, const std::uint32_t* flag, std::uint32_t value) {
+  check_cu(ops().wait(reinterpret_cast<CUstream>(stream), reinterpret_cast<CUdeviceptr>(flag), value,
+                      CU_STREAM_WAIT_VALUE_GEQ),
+           "cuStreamWaitValue32", device);
+}
+// After the work queued before it on `stream` (and a fence: its writes are seen first).
+void write_flag(int device, cudaStream_t stream, std::uint32_t* flag, std::uint32_t value) {
+  check_cu(ops().write(reinterpret_cast<CUstream>(stream), reinterpret_cast<CUdeviceptr>(flag), value,
+                       CU_STREAM_WRITE_VALUE_DEFAULT),
+           "cuStreamWriteValue32", device);
+}
+
+// Pieces start 256 bytes apart in a receive buffer, so that the kernels keep their widest loads.
+std::size_t round_up(std::size_t b) { return (b + 255) / 256 * 256; }
+
+// The flags one rank's GPU keeps for one peer rank q, written by q's GPU: `sent[b][j]` (q pushed
+// chunk j of the call that last used this rank's buffer b), `freed[b]` (q copied out of its buffer
+// b the pieces this rank pushed there).
+struct slot {
+  std::uint32_t sent[2][max_chunks];
+  std::uint32_t freed[2];
+};
+
+// What one rank lends and exports for one call (dist::share_blocks moves it as bytes).
+struct card {
+  std::uint64_t host;          // a hash of the host name: IPC needs one node
+  std::int32_t status;         // 0 ready; 1 short of memory or without IPC here
+  std::int32_t buffer;         // which of the rank's two receive buffers this call fills
+  std::uint64_t generation;    // of that buffer: a new allocation has a new one
+  cudaIpcMemHandle_t memory;   // that buffer
+  cudaIpcMemHandle_t flags;    // the rank's flags: one slot per rank, never reallocated
+};
+
+// This process's side of it for one GPU, kept for the next calls (its buffers and flags live as long
+// as the process; the peers' are opened once, buffers again when they grow).
+struct endpoint {
+  struct lent {
+    void* p = nullptr;
+    std::size_t bytes = 0;
+    std::uint64_t generation = 0;
+    cudaIpcMemHandle_t handle{};
+  };
+  std::array<lent, 2> buffers;
+  slot* flags = nullptr;
+  int slots = 0;
+  cudaIpcMemHandle_t flags_handle{};
+  std::uint64_t generations = 0;
+  int device = -1;        // the GPU of this rank that every call uses (the first one's)
+  std::uint32_t seq = 0;  // calls done, the same on every rank (every rank takes part in each)
+  cudaStream_t release = nullptr;  // the watchdog's stream for writing flags itself
+  struct mapped {
+    std::uint64_t generation = 0;
+    void* p = nullptr;
+  };
+  std::map<std::pair<int, int>, mapped> peer_buffers;  // by (rank, buffer)
+  std::map<int, slot*> peer_flags;                     // by rank
+};
+
+std::mutex& lock() {
+  static std::mutex m;
+  return m;
+}
+endpoint& state() {
+  static auto* e = new endpoint;  // never destroyed: CUDA may be gone at exit
+  return *e;
+}
+
+std::uint64_t host_hash() {
+  char name[256] = {};
+  (void)gethostname(name, sizeof name - 1);
+  std::uint64_t h = 1469598103934665603ull;
+  for (const char* c = name; *c != '\0'; ++c) h = (h ^ static_cast<unsigned char>(*c)) * 1099511628211ull;
+  return h;
+}
+
+cudaStream_t main_of(int d) { return static_cast<cudaStream_t>(rt::stream(d)); }
+cudaStream_t side_of(int d) { return static_cast<cudaStream_t>(rt::side_stream(d)); }
+
+// Rows within one GPU (a kernel; cudaMemcpy2DAsync where sizes are not multiples of 4 bytes).
+void copy_rows(int device, cudaStream_t st, void* dst, std::size_t dst_pitch, const void* src, std::size_t src_pitch,
+               std::size_t width, std::size_t height, const char* what) {
+  if (width == 0 || height == 0) return;
+  rt::set_device(device);
+  if (cuda::pitched_copy(device, st, dst, dst_pitch, src, src_pitch, width, height)) return;
+  rt::check_cuda(cudaMemcpy2DAsync(dst, dst_pitch, src, src_pitch, width, height, cudaMemcpyDeviceToDevice, st), what,
+                 device);
+}
+
+// One piece between two ranks' GPUs: its rows, its place in the destination's receive buffer.
+struct piece {
+  const rt::copy_region* r;
+  std::size_t rows, offset;
+  std::size_t begin(std::size_t j, std::size_t k) const { return rows * j / k; }
+  std::size_t pitch_src() const { return r->height > 1 ? r->src_pitch : r->width; }
+  std::size_t pitch_dst() const { return r->height > 1 ? r->dst_pitch : r->width; }
+};
+
+// One call on this rank's GPU, as the watchdog sees it: events around its work on the main stream,
+// and the flags its streams wait on (with the values that release them).
+class watched_copy final : public inflight {
+ public:
+  watched_copy(int device, cudaStream_t release, std::string name)
+      : device_(device), release_(release), name_(std::move(name)) {}
+  ~watched_copy() override {
+    if (before_ != nullptr) (void)cudaEventDestroy(before_);
+    if (after_ != nullptr) (void)cudaEventDestroy(after_);
+  }
+  void mark(bool after) {
+    cudaEvent_t& e = after ? after_ : before_;
+    rt::check_cuda(cudaEventCreateWithFlags(&e, cudaEventDisableTiming), "cudaEventCreateWithFlags", device_);
+    rt::check_cuda(cudaEventRecord(e, main_of(device_)), "cudaEventRecord", device_);
+  }
+  void waits_on(std::uint32_t* flag, std::uint32_t value) { waits_.push_back({flag, value}); }
+  state poll() override { return {.started = done(before_), .finished = done(after_), .error = {}}; }
+  // Writes every awaited flag from this process: the streams drain (the pieces that never came
+  // leave the destination's regions unspecified; the rank is failed by then).
+  void abort() override {
+    if (cudaSetDevice(rt::info(device_).ordinal) != cudaSuccess) return;
+    for (const auto& [flag, value] : waits_)
+      (void)ops().write(reinterpret_cast<CUstream>(release_), reinterpret_cast<CUdeviceptr>(flag), value,
+                        CU_STREAM_WRITE_VALUE_DEFAULT);
+    (void)cudaStreamSynchronize(release_);
+    (void)cudaGetLastError();
+  }
+  std::string name() const override { return name_; }
+
+ private:
+  static bool done(cudaEvent_t e) {
+    if (e == nullptr) return false;
+    const cudaError_t q = cudaEventQuery(e);
+    if (q == cudaErrorNotReady) return false;
+    (void)cudaGetLastError();
+    return true;
+  }
+  int device_;
+  cudaStream_t release_;
+  std::string name_;
+  cudaEvent_t before_ = nullptr, after_ = nullptr;
+  std::vector<std::pair<std::uint32_t*, std::uint32_t>> waits_;
+};
+
+}  // namespace
+
+bool exchange(const rt::copy_region* c, std::size_t n, const int* devices, int nd) {
+  if (mode() == 0) return false;
+  // Every rank with one GPU among the devices the pieces cross between: a rank's own pair would
+  // need its in-process path, and with every rank in every call the calls' numbers (which buffer,
+  // which flag values) are the same everywhere. Other batches stay with NCCL. The same answer on
+  // every rank.
+  const int me = dist::world_rank();
+  const int P = dist::world_size();
+  std::vector<int> ranks;
+  for (int i = 0; i < nd; ++i) {
+    const int r = rt::info(devices[i]).rank;
+    if (std::find(ranks.begin(), ranks.end(), r) != ranks.end()) return false;
+    ranks.push_back(r);
+  }
+  if (static_cast<int>(ranks.size()) != P) return false;
+  int mine = -1;  // this rank's GPU in the batch
+  for (int i = 0; i < nd; ++i)
+    if (!rt::is_remote(devices[i])) mine = devices[i];
+
+  // The layout, the same on every rank: each destination's incoming pieces in batch order.
+  std::vector<piece> pieces;
+  std::map<int, std::size_t> incoming;  // bytes by destination
+  std::map<int, std::size_t> outgoing;  // bytes by source
+  for (std::size_t i = 0; i < n; ++i) {
+    const rt::copy_region& r = c[i];
+    if (r.width == 0 || r.height == 0 || r.src_device == r.dst_device) continue;
+    std::size_t& in = incoming[r.dst_device];
+    pieces.push_back({&r, r.height, in});
+    in += round_up(r.width * r.height);
+    outgoing[r.src_device] += r.width * r.height;
+  }
+  std::size_t most = 0;
+  for (const auto& [d, b] : outgoing) most = std::max(most, b);
+  const std::size_t k = std::clamp<std::size_t>((most + chunk_bytes() - 1) / chunk_bytes(), 1, max_chunks);
+  const std::size_t need = mine >= 0 && incoming.count(mine) ? incoming.at(mine) : 0;
+  auto rank_of = [](int d) { return rt::info(d).rank; };
+  std::vector<int> to, from;  // the ranks this rank pushes to, and receives from
+  for (const piece& p : pieces) {
+    if (p.r->src_device == mine && std::find(to.begin(), to.end(), rank_of(p.r->dst_device)) == to.end())
+      to.push_back(rank_of(p.r->dst_device));
+    if (p.r->dst_device == mine && std::find(from.begin(), from.end(), rank_of(p.r->src_device)) == from.end())
+      from.push_back(rank_of(p.r->src_device));
+  }
+
+  std::lock_guard<std::mutex> guard(lock());
+  rt::device_restorer restore;
+  std::vector<card> cards(static_cast<std::size_t>(P));
+  std::vector<int> owner(static_cast<std::size_t>(P));
+  for (int q = 0; q < P; ++q) owner[static_cast<std::size_t>(q)] = q;
+  card& my = cards[static_cast<std::size_t>(me)];
+  std::memset(&my, 0, sizeof my);
+  my.host = host_hash();
+  endpoint* ep = nullptr;
+  std::uint32_t seq = 0;
+  int b = 0;
+  if (mine >= 0) {
+    try {
+      rt::set_device(mine);
+      ep = &state();
+      seq = ep->seq + 1;
+      b = static_cast<int>(seq % 2);
+      if (ops().wait == nullptr) throw backend_error("tessera: no stream memory operations");
+      // One GPU per rank for the life of the process (its flags are the ones peers write).
+      if (ep->device >= 0 && ep->device != mine) throw backend_error("tessera: another GPU than the first call's");
+      ep->device = mine;
+      if (ep->flags == nullptr) {
+        // Device memory, not the cache's: IPC exports whole cudaMalloc allocations.
+        void* f = nullptr;
+        const std::size_t bytes = sizeof(slot) * static_cast<std::size_t>(P);
+        rt::check_cuda(cudaMalloc(&f, bytes), "cudaMalloc (the flags of copies between ranks)", mine);
+        rt::check_cuda(cudaMemset(f, 0, bytes), "cudaMemset", mine);
+        rt::check_cuda(cudaIpcGetMemHandle(&ep->flags_handle, f), "cudaIpcGetMemHandle", mine);
+        rt::check_cuda(cudaStreamCreateWithFlags(&ep->release, cudaStreamNonBlocking), "cudaStreamCreateWithFlags",
+                       mine);
+        ep->flags = static_cast<slot*>(f);
+        ep->slots = P;
+      }
+      endpoint::lent& l = ep->buffers[static_cast<std::size_t>(b)];
+      if (need > l.bytes) {
+        if (l.p != nullptr) {
+          // Its last call's copies out of it (on the side stream) must be done before it goes;
+          // the sources' writes into it were, before those copies started.
+          rt::check_cuda(cudaStreamSynchronize(side_of(mine)), "cudaStreamSynchronize", mine);
+          rt::check_cuda(cudaFree(l.p), "cudaFree (a receive buffer of copies between ranks)", mine);
+          l = {};
+        }
+        void* p = nullptr;
+        if (cudaMalloc(&p, need) != cudaSuccess) {
+          (void)cudaGetLastError();
+          my.status = 1;  // short of memory: every rank takes NCCL's path
+        } else {
+          l.p = p;
+          l.bytes = need;
+          l.generation = ++ep->generations;
+          rt::check_cuda(cudaIpcGetMemHandle(&l.handle, l.p), "cudaIpcGetMemHandle", mine);
+        }
+      }
+      my.buffer = b;
+      my.generation = l.generation;
+      my.memory = l.handle;
+      my.flags = ep->flags_handle;
+    } catch (const std::exception&) {
+      (void)cudaGetLastError();
+      my.status = 1;  // every rank then takes NCCL's path; nothing is queued yet
+    }
+  }
+  dist::share_blocks(cards.data(), cards.size(), sizeof(card), owner.data(),
+                     "the receive buffers of a copy between ranks (CUDA IPC)");
+  for (int r : ranks) {
+    const card& o = cards[static_cast<std::size_t>(r)];
+    if (o.status != 0 || o.host != my.host) return false;
+  }
+
+  // The peers' buffers and flags, opened here (cached). A failure (no IPC between these GPUs)
+  // sends every rank to NCCL, still before anything is queued.
+  std::int32_t failed = 0;
+  std::vector<void*> target(pieces.size(), nullptr);  // where each of this rank's pieces goes
+  if (mine >= 0) {
+    try {
+      rt::set_device(mine);
+      for (int q : ranks) {
+        if (q == me || ep->peer_flags.count(q)) continue;
+        void* f = nullptr;
+        rt::check_cuda(cudaIpcOpenMemHandle(&f, cards[static_cast<std::size_t>(q)].flags, cudaIpcMemLazyEnablePeerAccess),
+                       "cudaIpcOpenMemHandle (a peer rank's flags)", mine);
+        ep->peer_flags[q] = static_cast<slot*>(f);
+      }
+      for (std::size_t i = 0; i < pieces.size(); ++i) {
+        const piece& p = pieces[i];
+        if (p.r->src_device != mine) continue;
+        const card& o = cards[static_cast<std::size_t>(rank_of(p.r->dst_device))];
+        endpoint::mapped& m = ep->peer_buffers[{rank_of(p.r->dst_device), o.buffer}];
+        if (m.p == nullptr || m.generation != o.generation) {
+          if (m.p != nullptr) (void)cudaIpcCloseMemHandle(m.p);
+          m = {};
+          void* q = nullptr;
+          rt::check_cuda(cudaIpcOpenMemHandle(&q, o.memory, cudaIpcMemLazyEnablePeerAccess),
+                         "cudaIpcOpenMemHandle (a peer rank's receive buffer)", mine);
+          m = {o.generation, q};
+        }
+        target[i] = static_cast<unsigned char*>(m.p) + p.offset;
+      }
+    } catch (const std::exception&) {
+      (void)cudaGetLastError();
+      failed = 1;
+    }
+  }
+  dist::allreduce(&failed, 1, dtype::i32, op::max, "opening the peers' receive buffers (CUDA IPC)");
+  if (failed != 0) return false;
+
+  for (std::size_t i = 0; i < n; ++i) {
+    const rt::copy_region& r = c[i];
+    if (r.width == 0 || r.height == 0) continue;
+    if (r.dst_buf && !rt::is_remote(r.dst_device)) rt::make_resident(*r.dst_buf);
+    if (r.src_buf && !rt::is_remote(r.src_device)) rt::make_resident(*r.src_buf);
+  }
+
+  // 2, 3: queued on this rank's GPU.
+  std::int32_t queue_failed = 0;
+  std::exception_ptr failure;
+  std::shared_ptr<watched_copy> watch;
+  try {
+    if (mine >= 0) {
+      rt::set_device(mine);
+      const cudaStream_t st = main_of(mine), side = side_of(mine);
+      watch = std::make_shared<watched_copy>(mine, ep->release,
+                                             "a copy between ranks (CUDA IPC) on " + rt::info(mine).name);
+      watch->mark(false);
+      // The side stream starts behind the main stream's work so far (the regions' last users).
+      cudaEvent_t e = nullptr;
+      rt::check_cuda(cudaEventCreateWithFlags(&e, cudaEventDisableTiming), "cudaEventCreateWithFlags", mine);
+      rt::check_cuda(cudaEventRecord(e, st), "cudaEventRecord", mine);
+      rt::check_cuda(cudaStreamWaitEvent(side, e, 0), "cudaStreamWaitEvent", mine);
+      (void)cudaEventDestroy(e);
+      // 2. Pushing, once each destination has copied out of buffer b in call seq - 2.
+      for (int q : to) {
+        std::uint32_t* f = &ep->flags[q].freed[b];
+        wait_flag(mine, st, f, seq - 2);
+        watch->waits_on(f, seq - 2);
+      }
+      std::vector<cuda::gather_piece> g;
+      for (std::size_t j = 0; j < k; ++j) {
+        g.clear();
+        for (std::size_t i = 0; i < pieces.size(); ++i) {
+          const piece& p = pieces[i];
+          if (p.r->src_device != mine) continue;
+          const std::size_t a = p.begin(j, k), e2 = p.begin(j + 1, k);
+          if (a == e2) continue;
+          g.push_back({static_cast<const unsigned char*>(p.r->src) + a * p.pitch_src(),
+                       static_cast<unsigned char*>(target[i]) + a * p.r->width, p.pitch_src(), p.r->width, p.r->width,
+                       e2 - a});
+        }
+        cuda::gather_rows(mine, st, g.data(), static_cast<int>(g.size()));
+        for (int q : to) write_flag(mine, st, &ep->peer_flags.at(q)[me].sent[b][j], seq);
+      }
+      // 3. Into place, chunk after chunk as it lands.
+      endpoint::lent& l = ep->buffers[static_cast<std::size_t>(b)];
+      for (std::size_t j = 0; j < k && need > 0; ++j) {
+        for (int q : from) {
+          std::uint32_t* f = &ep->flags[q].sent[b][j];
+          wait_flag(mine, side, f, seq);
+          watch->waits_on(f, seq);
+        }
+        for (const piece& p : pieces) {
+          if (p.r->dst_device != mine) continue;
+          const std::size_t a = p.begin(j, k), e2 = p.begin(j + 1, k);
+          copy_rows(mine, side, static_cast<unsigned char*>(p.r->dst) + a * p.pitch_dst(), p.pitch_dst(),
+                    static_cast<unsigned char*>(l.p) + p.offset + a * p.r->width, p.r->width, p.r->width, e2 - a,
+                    "cudaMemcpy2DAsync (a piece from another rank into place)");
+        }
+      }
+      // Every peer learns that buffer b is free again, whether or not it pushed into it this time:
+      // its next push there (call seq + 2 or later) waits for the last call that used it.
+      for (int q : ranks)
+        if (q != me) write_flag(mine, side, &ep->peer_flags.at(q)[me].freed[b], seq);
+    }
+    // The pieces within one GPU of this rank: beside the transfers on this rank's GPU of the
+    // batch, in stream order on another.
+    for (std::size_t i = 0; i < n; ++i) {
+      const rt::copy_region& r = c[i];
+      if (r.width == 0 || r.height == 0 || r.src_device != r.dst_device || rt::is_remote(r.dst_device)) continue;
+      copy_rows(r.dst_device, r.dst_device == mine ? side_of(mine) : main_of(r.dst_device), r.dst, r.dst_pitch, r.src,
+                r.src_pitch, r.width, r.height, "cudaMemcpy2DAsync (a piece within a GPU)");
+    }
+  } catch (...) {
+    queue_failed = 1;
+    failure = std::current_exception();
+  }
+  // The main stream joins the side stream (also after a failure: later work must follow whatever
+  // was queued), and the watchdog watches the call until it is done on this GPU.
+  if (watch) {
+    try {
+      rt::set_device(mine);
+      cudaEvent_t e = nullptr;
+      rt::check_cuda(cudaEventCreateWithFlags(&e, cudaEventDisableTiming), "cudaEventCreateWithFlags", mine);
+      rt::check_cuda(cudaEventRecord(e, side_of(mine)), "cudaEventRecord", mine);
+      rt::check_cuda(cudaStreamWaitEvent(main_of(mine), e, 0), "cudaStreamWaitEvent", mine);
+      (void)cudaEventDestroy(e);
+      watch->mark(true);
+      watch_in_background(watch);
+    } catch (...) {
+      if (!failure) failure = std::current_exception();
+      queue_failed = 1;
+      watch->abort();  // unwatched: nothing else would release its waits
+    }
+  }
+  // 4. Every rank has queued its part, or every rank releases its own waits and throws.
+  try {
+    dist::allreduce(&queue_failed, 1, dtype::i32, op::max, "a copy between ranks (CUDA IPC), queued");
+  } catch (...) {
+    if (watch) watch->abort();
+    throw;
+  }
+  if (queue_failed != 0) {
+    if (watch) watch->abort();
+    const std::string why = "a copy between ranks (CUDA IPC) failed";
+    dist::fail(why);
+    if (failure) std::rethrow_exception(failure);
+    throw distributed_error("tessera (rank " + std::to_string(me) + "): " + why + ": another rank failed to queue its part");
+  }
+  if (ep != nullptr) ep->seq = seq;
+  return true;
+}
+
+}  // namespace tessera::detail::comm::ipc
+
+#endif  // TESSERA_HAS_CUDA
