@@ -34,7 +34,7 @@
 //   4. one small collective: every rank has queued its part, or every rank releases its waits and
 //      throws.
 // TESSERA_PEER_IPC=0 leaves such batches to NCCL; TESSERA_PEER_IPC_CHUNK_MB (default 32) sets the
-// bytes per source per chunk.
+// mean bytes per source per chunk (at most 16 chunks), TESSERA_PEER_IPC_EVEN=1 equal chunks.
 #include <backend/comm/comm.hpp>
 #include <backend/comm/ipc.hpp>
 #include <backend/comm/watchdog.hpp>
@@ -82,6 +82,14 @@ std::size_t chunk_bytes() {
     return (mb > 0 ? static_cast<std::size_t>(mb) : std::size_t{32}) << 20;
   }();
   return b;
+}
+
+bool even_chunks() {
+  static const bool e = [] {
+    const char* v = std::getenv("TESSERA_PEER_IPC_EVEN");
+    return v != nullptr && std::atoi(v) != 0;
+  }();
+  return e;
 }
 
 // The driver's stream memory operations (no runtime API has them), found once.
@@ -206,7 +214,14 @@ void copy_rows(int device, cudaStream_t st, void* dst, std::size_t dst_pitch, co
 struct piece {
   const rt::copy_region* r;
   std::size_t rows, offset;
-  std::size_t begin(std::size_t j, std::size_t k) const { return rows * j / k; }
+  // Chunk j of k starts here. Chunks shrink linearly (weights k, k - 1, ..., 1): the copy into
+  // place of the last chunk is the part that nothing overlaps, so it is the smallest
+  // (TESSERA_PEER_IPC_EVEN=1: equal chunks).
+  std::size_t begin(std::size_t j, std::size_t k) const {
+    if (even_chunks()) return rows * j / k;
+    const std::size_t w = j * k - j * (j - 1) / 2, all = k * (k + 1) / 2;
+    return static_cast<std::size_t>(static_cast<unsigned __int128>(rows) * w / all);
+  }
   std::size_t pitch_src() const { return r->height > 1 ? r->src_pitch : r->width; }
   std::size_t pitch_dst() const { return r->height > 1 ? r->dst_pitch : r->width; }
 };
