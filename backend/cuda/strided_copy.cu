@@ -123,7 +123,7 @@ __global__ void __launch_bounds__(gather_threads) gather_kernel(const GatherTask
 }
 
 template <int Bytes>
-void gather_as(int device, void* stream, const gather_piece* pieces, int n) {
+void gather_as(int device, void* stream, const gather_piece* pieces, int n, int blocks_per_sm) {
   GatherTask<Bytes> t{};
   t.n = 0;
   t.most = 0;
@@ -142,14 +142,14 @@ void gather_as(int device, void* stream, const gather_piece* pieces, int n) {
   }
   if (t.n == 0) return;
   const index_t work = t.most * t.n;
-  const index_t cap = sm_count(device) * 8;
+  const index_t cap = sm_count(device) * static_cast<index_t>(blocks_per_sm < 1 ? 1 : blocks_per_sm > 8 ? 8 : blocks_per_sm);
   launch(&gather_kernel<Bytes>, dim3(static_cast<unsigned>(work < cap ? work : cap)), gather_threads, t, device, 0,
          "gather_kernel", stream);
 }
 
 }  // namespace
 
-void gather_rows(int device, void* stream, const gather_piece* pieces, int n) {
+void gather_rows(int device, void* stream, const gather_piece* pieces, int n, int blocks_per_sm) {
   // More pieces than one kernel's parameters hold: one kernel per group of them.
   for (int first = 0; first < n; first += gather_max_pieces) {
     const gather_piece* g = pieces + first;
@@ -161,11 +161,11 @@ void gather_rows(int device, void* stream, const gather_piece* pieces, int n) {
           return false;
       return true;
     };
-    if (all(16)) gather_as<16>(device, stream, g, k);
-    else if (all(8)) gather_as<8>(device, stream, g, k);
-    else if (all(4)) gather_as<4>(device, stream, g, k);
-    else if (all(2)) gather_as<2>(device, stream, g, k);
-    else gather_as<1>(device, stream, g, k);
+    if (all(16)) gather_as<16>(device, stream, g, k, blocks_per_sm);
+    else if (all(8)) gather_as<8>(device, stream, g, k, blocks_per_sm);
+    else if (all(4)) gather_as<4>(device, stream, g, k, blocks_per_sm);
+    else if (all(2)) gather_as<2>(device, stream, g, k, blocks_per_sm);
+    else gather_as<1>(device, stream, g, k, blocks_per_sm);
   }
 }
 
