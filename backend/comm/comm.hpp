@@ -44,7 +44,9 @@ void reduce_scatter(const int* devices, int n, const void* const* send, void* co
 // batch, stages and queues its own GPUs' part; the alternative is host staging and MPI) or
 // crosses between 3 or more GPUs of this process that the runtime's one-kernel copies do not take
 // (rt::gathers_between_gpus: they do where every pair has peer access); TESSERA_PEER_NCCL=1
-// every batch, 0 none (the same setting on every rank). A strided region is packed on its source
+// every batch, 0 none (the same setting on every rank). A batch across ranks where every rank holds
+// one GPU of it, all on one node, goes through CUDA IPC instead (backend/comm/ipc_exchange.cpp;
+// TESSERA_PEER_IPC=0: never). For NCCL, a strided region is packed on its source
 // (or unpacked on its destination) through staging from the memory cache, chunk by chunk on the
 // GPUs' side streams behind one NCCL group per chunk; a region within one GPU is copied on its
 // side stream. The main streams join their side streams at the end (hide_communication's copies
