@@ -45,6 +45,7 @@
 #include <tessera/distributed.hpp>
 
 #if TESSERA_HAS_CUDA
+#include <backend/comm/device_rows.hpp>
 #include <backend/cuda/strided_copy.hpp>
 
 #include <cuda.h>
@@ -211,18 +212,8 @@ std::uint64_t host_hash() {
   return h;
 }
 
-cudaStream_t main_of(int d) { return static_cast<cudaStream_t>(rt::stream(d)); }
-cudaStream_t side_of(int d) { return static_cast<cudaStream_t>(rt::side_stream(d)); }
-
-// Rows within one GPU (a kernel; cudaMemcpy2DAsync where sizes are not multiples of 4 bytes).
-void copy_rows(int device, cudaStream_t st, void* dst, std::size_t dst_pitch, const void* src, std::size_t src_pitch,
-               std::size_t width, std::size_t height, const char* what) {
-  if (width == 0 || height == 0) return;
-  rt::set_device(device);
-  if (cuda::pitched_copy(device, st, dst, dst_pitch, src, src_pitch, width, height)) return;
-  rt::check_cuda(cudaMemcpy2DAsync(dst, dst_pitch, src, src_pitch, width, height, cudaMemcpyDeviceToDevice, st), what,
-                 device);
-}
+cudaStream_t main_of(int d) { return main_stream(d); }
+cudaStream_t side_of(int d) { return side_stream(d); }
 
 // One piece between two ranks' GPUs: its rows, its place in the destination's receive buffer.
 struct piece {

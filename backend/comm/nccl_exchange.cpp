@@ -23,6 +23,7 @@
 #include <tessera/distributed.hpp>
 
 #if TESSERA_HAS_CUDA
+#include <backend/comm/device_rows.hpp>
 #include <backend/cuda/strided_copy.hpp>
 
 #include <cuda_runtime.h>
@@ -88,22 +89,11 @@ struct events {
   }
 };
 
-cudaStream_t main_of(int d) { return static_cast<cudaStream_t>(rt::stream(d)); }
-cudaStream_t side_of(int d) { return static_cast<cudaStream_t>(rt::side_stream(d)); }
+cudaStream_t main_of(int d) { return main_stream(d); }
+cudaStream_t side_of(int d) { return side_stream(d); }
 
 void wait(int device, cudaStream_t st, cudaEvent_t e) {
   rt::check_cuda(cudaStreamWaitEvent(st, e, 0), "cudaStreamWaitEvent", device);
-}
-
-// Rows on one GPU: a kernel (HBM speed; a pitched copy-engine copy within a GPU is much slower), or
-// cudaMemcpy2DAsync where the sizes are not multiples of 4 bytes.
-void copy_rows(int device, cudaStream_t st, void* dst, std::size_t dst_pitch, const void* src, std::size_t src_pitch,
-               std::size_t width, std::size_t height, const char* what) {
-  if (width == 0 || height == 0) return;
-  rt::set_device(device);
-  if (cuda::pitched_copy(device, st, dst, dst_pitch, src, src_pitch, width, height)) return;
-  rt::check_cuda(cudaMemcpy2DAsync(dst, dst_pitch, src, src_pitch, width, height, cudaMemcpyDeviceToDevice, st), what,
-                 device);
 }
 
 // One piece between two GPUs: `units` rows of `unit` bytes (a strided piece, moved by rows) or
