@@ -400,7 +400,8 @@ bool exchange(const rt::copy_region* c, std::size_t n, const int* devices, int n
       for (int q : ranks) {
         if (q == me || ep->peer_flags.count(q)) continue;
         void* f = nullptr;
-        rt::check_cuda(cudaIpcOpenMemHandle(&f, cards[static_cast<std::size_t>(q)].flags, cudaIpcMemLazyEnablePeerAccess),
+        const cudaIpcMemHandle_t h = cards[static_cast<std::size_t>(q)].flags;
+        rt::check_cuda(cudaIpcOpenMemHandle(&f, h, cudaIpcMemLazyEnablePeerAccess),
                        "cudaIpcOpenMemHandle (a peer rank's flags)", mine);
         ep->peer_flags[q] = static_cast<slot*>(f);
       }
@@ -535,7 +536,8 @@ bool exchange(const rt::copy_region* c, std::size_t n, const int* devices, int n
     const std::string why = "a copy between ranks (CUDA IPC) failed";
     dist::fail(why);
     if (failure) std::rethrow_exception(failure);
-    throw distributed_error("tessera (rank " + std::to_string(me) + "): " + why + ": another rank failed to queue its part");
+    throw distributed_error("tessera (rank " + std::to_string(me) + "): " + why +
+                            ": another rank failed to queue its part");
   }
   if (ep != nullptr) ep->seq = seq;
   return true;

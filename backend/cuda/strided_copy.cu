@@ -142,7 +142,8 @@ void gather_as(int device, void* stream, const gather_piece* pieces, int n, int 
   }
   if (t.n == 0) return;
   const index_t work = t.most * t.n;
-  const index_t cap = sm_count(device) * static_cast<index_t>(blocks_per_sm < 1 ? 1 : blocks_per_sm > 8 ? 8 : blocks_per_sm);
+  const int per_sm = blocks_per_sm < 1 ? 1 : blocks_per_sm > 8 ? 8 : blocks_per_sm;
+  const index_t cap = sm_count(device) * static_cast<index_t>(per_sm);
   launch(&gather_kernel<Bytes>, dim3(static_cast<unsigned>(work < cap ? work : cap)), gather_threads, t, device, 0,
          "gather_kernel", stream);
 }
