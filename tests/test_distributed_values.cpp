@@ -549,6 +549,18 @@ TEST_CASE("large re-shards across ranks") {
     const auto v2 = values<float>(static_cast<std::size_t>(m2) * N, 132, -2, 2);
     const Array<float, 2> x2 = from_host(v2, {m2, n}, shard(1, D));
     check_values(to_host(copy(x2, shard(0, D))), v2, 0, 0, "copy(shard(1) -> shard(0)), a larger matrix");
+    // Re-shards back to back with elementwise work between them and no host read: each copy must
+    // see the product queued just before it, and a receive buffer is reused while the GPUs still
+    // run the calls before (on GPUs the pushes wait there for the copies out of it).
+    Array<float, 2> a = copy(x, shard(0, D));
+    for (int r = 0; r < 5; ++r) {
+      const Array<float, 2> t = copy(a, shard(1, D));
+      const Array<float, 2> u = 2.0f * t;
+      a = copy(u, shard(0, D));
+    }
+    std::vector<float> v32(v.size());
+    for (std::size_t i = 0; i < v.size(); ++i) v32[i] = 32.0f * v[i];
+    check_values(to_host(a), v32, 0, 0, "ten re-shards back to back, doubling between them");
   }
 }
 
