@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: Apache-2.0
 // A batch of copies between GPUs of several ranks on one node (a re-shard across ranks) pushed by
-// the sources' SMs straight into the destinations' memory through CUDA IPC, instead of NCCL.
+// the sources' SMs through CUDA IPC into receive buffers the destinations lend, instead of NCCL
+// (0.695x of one pair's peer copy per device on 4 H100 ranks, against 0.60x-0.62x).
 //
 // Why: NCCL across processes packs each strided piece on its source (a local pass), then moves it
 // through its own FIFO buffers (another pass on each side), one group per chunk; on 4 H100 ranks
@@ -30,7 +31,8 @@
 //      seq - 2 (`freed`), then pushes chunk after chunk (one scatter kernel each), writing
 //      `sent[b][j] = seq` into each destination's flags after chunk j;
 //   3. each destination's side stream waits for chunk j of every source and copies it into place,
-//      then writes `freed[b] = seq` into each source's flags; the main stream joins the side stream;
+//      then writes `freed[b] = seq` into every other rank's flags; the main stream joins the side
+//      stream;
 //   4. one small collective: every rank has queued its part, or every rank releases its waits and
 //      throws.
 // TESSERA_PEER_IPC=0 leaves such batches to NCCL; TESSERA_PEER_IPC_CHUNK_MB (default 64) sets the
