@@ -11,8 +11,8 @@
 
 namespace tessera::detail::comm {
 
-inline cudaStream_t main_stream(int device) { return static_cast<cudaStream_t>(rt::stream(device)); }
-inline cudaStream_t side_stream(int device) { return static_cast<cudaStream_t>(rt::side_stream(device)); }
+inline cudaStream_t main_of(int device) { return static_cast<cudaStream_t>(rt::stream(device)); }
+inline cudaStream_t side_of(int device) { return static_cast<cudaStream_t>(rt::side_stream(device)); }
 
 // Rows on one GPU: a kernel (HBM speed; a pitched copy-engine copy within a GPU is much slower), or
 // cudaMemcpy2DAsync where the sizes are not multiples of 4 bytes.

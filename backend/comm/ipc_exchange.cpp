@@ -166,8 +166,7 @@ struct slot {
 struct card {
   std::uint64_t host;          // a hash of the host name: IPC needs one node
   std::int32_t status;         // 0 ready; 1 short of memory or without IPC here
-  std::int32_t buffer;         // which of the rank's two receive buffers this call fills
-  std::uint64_t generation;    // of that buffer: a new allocation has a new one
+  std::uint64_t generation;    // of the receive buffer this call fills (b): a new allocation has a new one
   cudaIpcMemHandle_t memory;   // that buffer
   cudaIpcMemHandle_t flags;    // the rank's flags: one slot per rank, never reallocated
 };
@@ -183,7 +182,6 @@ struct endpoint {
   };
   std::array<lent, 2> buffers;
   slot* flags = nullptr;
-  int slots = 0;
   cudaIpcMemHandle_t flags_handle{};
   std::uint64_t generations = 0;
   int device = -1;        // the GPU of this rank that every call uses (the first one's)
@@ -213,9 +211,6 @@ std::uint64_t host_hash() {
   for (const char* c = name; *c != '\0'; ++c) h = (h ^ static_cast<unsigned char>(*c)) * 1099511628211ull;
   return h;
 }
-
-cudaStream_t main_of(int d) { return main_stream(d); }
-cudaStream_t side_of(int d) { return side_stream(d); }
 
 // One piece between two ranks' GPUs: its rows, its place in the destination's receive buffer.
 struct piece {
@@ -354,7 +349,6 @@ bool exchange(const rt::copy_region* c, std::size_t n, const int* devices, int n
         rt::check_cuda(cudaStreamCreateWithFlags(&ep->release, cudaStreamNonBlocking), "cudaStreamCreateWithFlags",
                        mine);
         ep->flags = static_cast<slot*>(f);
-        ep->slots = P;
       }
       endpoint::lent& l = ep->buffers[static_cast<std::size_t>(b)];
       if (need > l.bytes) {
@@ -376,7 +370,6 @@ bool exchange(const rt::copy_region* c, std::size_t n, const int* devices, int n
           rt::check_cuda(cudaIpcGetMemHandle(&l.handle, l.p), "cudaIpcGetMemHandle", mine);
         }
       }
-      my.buffer = b;
       my.generation = l.generation;
       my.memory = l.handle;
       my.flags = ep->flags_handle;
@@ -411,7 +404,7 @@ bool exchange(const rt::copy_region* c, std::size_t n, const int* devices, int n
         const piece& p = pieces[i];
         if (p.r->src_device != mine) continue;
         const card& o = cards[static_cast<std::size_t>(rank_of(p.r->dst_device))];
-        endpoint::mapped& m = ep->peer_buffers[{rank_of(p.r->dst_device), o.buffer}];
+        endpoint::mapped& m = ep->peer_buffers[{rank_of(p.r->dst_device), b}];
         if (m.p == nullptr || m.generation != o.generation) {
           if (m.p != nullptr) (void)cudaIpcCloseMemHandle(m.p);
           m = {};

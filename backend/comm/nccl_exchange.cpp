@@ -89,9 +89,6 @@ struct events {
   }
 };
 
-cudaStream_t main_of(int d) { return main_stream(d); }
-cudaStream_t side_of(int d) { return side_stream(d); }
-
 void wait(int device, cudaStream_t st, cudaEvent_t e) {
   rt::check_cuda(cudaStreamWaitEvent(st, e, 0), "cudaStreamWaitEvent", device);
 }
