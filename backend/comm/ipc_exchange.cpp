@@ -101,6 +101,31 @@ int push_blocks() {
   return b;
 }
 
+// How every chunk is pushed (TESSERA_PEER_IPC_SIGNAL): 1 (default) one kernel for all of them that
+// signals each chunk itself (cuda::gather_rows_signalled), 0 one kernel per chunk, each followed by
+// the stream's flag writes.
+bool signal_in_kernel() {
+  static const bool s = [] {
+    const char* v = std::getenv("TESSERA_PEER_IPC_SIGNAL");
+    return v == nullptr || *v == '\0' || std::atoi(v) != 0;
+  }();
+  return s;
+}
+
+// How the destination copies a chunk into place (TESSERA_PEER_IPC_OUT): 0 (default) a pitched
+// kernel per piece, 1 to 8 one kernel for the chunk's pieces with that many blocks per SM, `ce` the
+// copy engines (cudaMemcpy2DAsync, no SMs taken from the push).
+int out_mode() {
+  static const int m = [] {
+    const char* v = std::getenv("TESSERA_PEER_IPC_OUT");
+    if (v == nullptr || *v == '\0') return 0;
+    if (std::strcmp(v, "ce") == 0) return -1;
+    const int x = std::atoi(v);
+    return x >= 1 && x <= 8 ? x : 0;
+  }();
+  return m;
+}
+
 bool even_chunks() {
   static const bool e = [] {
     const char* v = std::getenv("TESSERA_PEER_IPC_EVEN");
@@ -182,6 +207,7 @@ struct endpoint {
   };
   std::array<lent, 2> buffers;
   slot* flags = nullptr;
+  std::uint32_t* counters = nullptr;  // the signalling kernel's, one per chunk (zero between calls)
   cudaIpcMemHandle_t flags_handle{};
   std::uint64_t generations = 0;
   int device = -1;        // the GPU of this rank that every call uses (the first one's)
@@ -350,6 +376,12 @@ bool exchange(const rt::copy_region* c, std::size_t n, const int* devices, int n
                        mine);
         ep->flags = static_cast<slot*>(f);
       }
+      if (ep->counters == nullptr) {
+        void* c = nullptr;
+        rt::check_cuda(cudaMalloc(&c, sizeof(std::uint32_t) * max_chunks), "cudaMalloc (chunk counters)", mine);
+        rt::check_cuda(cudaMemset(c, 0, sizeof(std::uint32_t) * max_chunks), "cudaMemset", mine);
+        ep->counters = static_cast<std::uint32_t*>(c);
+      }
       endpoint::lent& l = ep->buffers[static_cast<std::size_t>(b)];
       if (need > l.bytes) {
         if (l.p != nullptr) {
@@ -453,9 +485,10 @@ bool exchange(const rt::copy_region* c, std::size_t n, const int* devices, int n
         wait_flag(mine, st, f, seq - 2);
         watch->waits_on(f, seq - 2);
       }
+      // The pieces' rows of chunk j, j = 0 .. k - 1, in that order (first[j]: chunk j's first).
       std::vector<cuda::gather_piece> g;
+      std::vector<int> first{0};
       for (std::size_t j = 0; j < k; ++j) {
-        g.clear();
         for (std::size_t i = 0; i < pieces.size(); ++i) {
           const piece& p = pieces[i];
           if (p.r->src_device != mine) continue;
@@ -465,8 +498,17 @@ bool exchange(const rt::copy_region* c, std::size_t n, const int* devices, int n
                        static_cast<unsigned char*>(target[i]) + a * p.r->width, p.pitch_src(), p.r->width, p.r->width,
                        e2 - a});
         }
-        cuda::gather_rows(mine, st, g.data(), static_cast<int>(g.size()), push_blocks());
-        for (int q : to) write_flag(mine, st, &ep->peer_flags.at(q)[me].sent[b][j], seq);
+        first.push_back(static_cast<int>(g.size()));
+      }
+      std::vector<std::uint32_t*> flags;
+      for (int q : to) flags.push_back(ep->peer_flags.at(q)[me].sent[b]);
+      if (!signal_in_kernel() || to.empty() ||
+          !cuda::gather_rows_signalled(mine, st, g.data(), first.data(), static_cast<int>(k), flags.data(),
+                                       static_cast<int>(flags.size()), seq, ep->counters, push_blocks())) {
+        for (std::size_t j = 0; j < k; ++j) {
+          cuda::gather_rows(mine, st, g.data() + first[j], first[j + 1] - first[j], push_blocks());
+          for (std::uint32_t* f : flags) write_flag(mine, st, f + j, seq);
+        }
       }
       // 3. Into place, chunk after chunk as it lands.
       endpoint::lent& l = ep->buffers[static_cast<std::size_t>(b)];
@@ -476,12 +518,28 @@ bool exchange(const rt::copy_region* c, std::size_t n, const int* devices, int n
           wait_flag(mine, side, f, seq);
           watch->waits_on(f, seq);
         }
+        g.clear();
         for (const piece& p : pieces) {
           if (p.r->dst_device != mine) continue;
           const std::size_t a = p.begin(j, k), e2 = p.begin(j + 1, k);
-          copy_rows(mine, side, static_cast<unsigned char*>(p.r->dst) + a * p.pitch_dst(), p.pitch_dst(),
-                    static_cast<unsigned char*>(l.p) + p.offset + a * p.r->width, p.r->width, p.r->width, e2 - a,
-                    "cudaMemcpy2DAsync (a piece from another rank into place)");
+          if (a == e2) continue;
+          g.push_back({static_cast<unsigned char*>(l.p) + p.offset + a * p.r->width,
+                       static_cast<unsigned char*>(p.r->dst) + a * p.pitch_dst(), p.r->width, p.pitch_dst(),
+                       p.r->width, e2 - a});
+        }
+        if (out_mode() > 0) {
+          cuda::gather_rows(mine, side, g.data(), static_cast<int>(g.size()), out_mode());
+          continue;
+        }
+        for (const cuda::gather_piece& x : g) {
+          if (out_mode() < 0) {
+            rt::check_cuda(cudaMemcpy2DAsync(x.dst, x.dst_pitch, x.src, x.src_pitch, x.width, x.height,
+                                             cudaMemcpyDeviceToDevice, side),
+                           "cudaMemcpy2DAsync (a piece from another rank into place)", mine);
+          } else {
+            copy_rows(mine, side, x.dst, x.dst_pitch, x.src, x.src_pitch, x.width, x.height,
+                      "cudaMemcpy2DAsync (a piece from another rank into place)");
+          }
         }
       }
       // Every peer learns that buffer b is free again, whether or not it pushed into it this time:

@@ -99,6 +99,24 @@ struct GatherTask {
   std::int64_t most;  // the largest chunk count
 };
 
+// Chunk c of piece p, by the block's threads: every load before any store, so that several reads
+// over NVLink are in flight per thread.
+template <int Bytes>
+__device__ __forceinline__ void gather_item(const typename GatherTask<Bytes>::piece& p, std::int64_t c) {
+  const std::int64_t first = c * gather_chunk + threadIdx.x;
+  element<Bytes> v[gather_unroll];
+#pragma unroll
+  for (int u = 0; u < gather_unroll; ++u) {
+    const std::int64_t e = first + u * gather_threads;
+    if (e < p.count) v[u] = p.src[(e / p.width) * p.src_pitch + e % p.width];
+  }
+#pragma unroll
+  for (int u = 0; u < gather_unroll; ++u) {
+    const std::int64_t e = first + u * gather_threads;
+    if (e < p.count) p.dst[(e / p.width) * p.dst_pitch + e % p.width] = v[u];
+  }
+}
+
 template <int Bytes>
 __global__ void __launch_bounds__(gather_threads) gather_kernel(const GatherTask<Bytes> t) {
   const std::int64_t total = t.most * t.n;
@@ -106,20 +124,33 @@ __global__ void __launch_bounds__(gather_threads) gather_kernel(const GatherTask
     const auto& p = t.p[q % t.n];
     const std::int64_t j = q / t.n;
     if (j >= p.chunks) continue;
-    const std::int64_t first = j * gather_chunk + threadIdx.x;
-    element<Bytes> v[gather_unroll];
-    // Every load of the chunk before any store: several reads over NVLink in flight per thread.
-#pragma unroll
-    for (int u = 0; u < gather_unroll; ++u) {
-      const std::int64_t e = first + u * gather_threads;
-      if (e < p.count) v[u] = p.src[(e / p.width) * p.src_pitch + e % p.width];
-    }
-#pragma unroll
-    for (int u = 0; u < gather_unroll; ++u) {
-      const std::int64_t e = first + u * gather_threads;
-      if (e < p.count) p.dst[(e / p.width) * p.dst_pitch + e % p.width] = v[u];
-    }
+    gather_item<Bytes>(p, j);
   }
+}
+
+template <int Bytes>
+typename GatherTask<Bytes>::piece piece_of(const gather_piece& g) {
+  typename GatherTask<Bytes>::piece p{};
+  p.src = static_cast<const element<Bytes>*>(g.src);
+  p.dst = static_cast<element<Bytes>*>(g.dst);
+  p.width = static_cast<std::int64_t>(g.width / Bytes);
+  p.src_pitch = static_cast<std::int64_t>(g.src_pitch / Bytes);
+  p.dst_pitch = static_cast<std::int64_t>(g.dst_pitch / Bytes);
+  p.count = p.width * static_cast<std::int64_t>(g.height);
+  p.chunks = (p.count + gather_chunk - 1) / gather_chunk;
+  return p;
+}
+
+// The widest element (16, 8, 4, 2 or 1 bytes) that divides every size, pitch and address.
+int widest(const gather_piece* g, int n) {
+  for (int b = 16; b > 1; b /= 2) {
+    bool ok = true;
+    for (int i = 0; i < n && ok; ++i)
+      ok = g[i].width % b == 0 && g[i].src_pitch % b == 0 && g[i].dst_pitch % b == 0 &&
+           reinterpret_cast<std::uintptr_t>(g[i].src) % b == 0 && reinterpret_cast<std::uintptr_t>(g[i].dst) % b == 0;
+    if (ok) return b;
+  }
+  return 1;
 }
 
 template <int Bytes>
@@ -128,16 +159,9 @@ void gather_as(int device, void* stream, const gather_piece* pieces, int n, int 
   t.n = 0;
   t.most = 0;
   for (int i = 0; i < n; ++i) {
-    const gather_piece& g = pieces[i];
-    if (g.width == 0 || g.height == 0) continue;
+    if (pieces[i].width == 0 || pieces[i].height == 0) continue;
     auto& p = t.p[t.n++];
-    p.src = static_cast<const element<Bytes>*>(g.src);
-    p.dst = static_cast<element<Bytes>*>(g.dst);
-    p.width = static_cast<std::int64_t>(g.width / Bytes);
-    p.src_pitch = static_cast<std::int64_t>(g.src_pitch / Bytes);
-    p.dst_pitch = static_cast<std::int64_t>(g.dst_pitch / Bytes);
-    p.count = p.width * static_cast<std::int64_t>(g.height);
-    p.chunks = (p.count + gather_chunk - 1) / gather_chunk;
+    p = piece_of<Bytes>(pieces[i]);
     if (p.chunks > t.most) t.most = p.chunks;
   }
   if (t.n == 0) return;
@@ -148,6 +172,93 @@ void gather_as(int device, void* stream, const gather_piece* pieces, int n, int 
          "gather_kernel", stream);
 }
 
+// gather_rows in chunks, each signalled from the device: chunk j is pieces [first[j], first[j+1]),
+// interleaved like gather_kernel's, and its items come before chunk j + 1's (each block takes items
+// q, q + gridDim.x, ...). A block leaving chunk j (its last item there done) fences its writes
+// system-wide and counts itself in counters[j]; the last of the chunk's blocks writes `value` to
+// flags[f][j] (another GPU's memory, mapped) for every f and puts the counter back to 0 for the
+// next call on this stream.
+template <int Bytes>
+struct SignalTask {
+  typename GatherTask<Bytes>::piece p[signal_max_pieces];
+  std::int64_t start[signal_max_chunks + 1];  // the chunks' first items
+  int first[signal_max_chunks + 1];
+  std::uint32_t* flags[signal_max_flags];
+  std::uint32_t* counters;
+  int chunks, nflags;
+  std::uint32_t value;
+};
+
+template <int Bytes>
+__device__ void signal_chunk(const SignalTask<Bytes>& t, int j, std::int64_t items) {
+  __threadfence_system();  // this thread's writes of the chunk, before the count
+  __syncthreads();
+  if (threadIdx.x == 0) {
+    const std::int64_t blocks = items < gridDim.x ? items : std::int64_t(gridDim.x);
+    if (atomicAdd(t.counters + j, 1u) + 1 == static_cast<std::uint32_t>(blocks)) {
+      __threadfence_system();  // every counted block's writes, before the flags
+      for (int f = 0; f < t.nflags; ++f) *reinterpret_cast<volatile std::uint32_t*>(t.flags[f] + j) = t.value;
+      t.counters[j] = 0;
+    }
+  }
+}
+
+template <int Bytes>
+__global__ void __launch_bounds__(gather_threads) signalled_gather_kernel(const SignalTask<Bytes> t) {
+  // Chunks without items are signalled at once.
+  if (blockIdx.x == 0 && threadIdx.x == 0) {
+    bool any = false;
+    for (int j = 0; j < t.chunks; ++j) any |= t.start[j + 1] == t.start[j];
+    if (any) {
+      __threadfence_system();
+      for (int j = 0; j < t.chunks; ++j)
+        if (t.start[j + 1] == t.start[j])
+          for (int f = 0; f < t.nflags; ++f) *reinterpret_cast<volatile std::uint32_t*>(t.flags[f] + j) = t.value;
+    }
+  }
+  const std::int64_t G = gridDim.x;
+  for (int j = 0; j < t.chunks; ++j) {
+    const std::int64_t s = t.start[j], e = t.start[j + 1];
+    std::int64_t q = s + ((std::int64_t(blockIdx.x) - s) % G + G) % G;  // the block's first item here
+    if (q >= e) continue;  // none (an empty chunk was signalled above)
+    const int n = t.first[j + 1] - t.first[j];
+    for (; q < e; q += G) {
+      const auto& p = t.p[t.first[j] + (q - s) % n];
+      const std::int64_t c = (q - s) / n;
+      if (c < p.chunks) gather_item<Bytes>(p, c);
+    }
+    signal_chunk(t, j, e - s);
+  }
+}
+
+template <int Bytes>
+void signalled_as(int device, void* stream, const gather_piece* pieces, const int* first, int chunks,
+                  std::uint32_t* const* flags, int nflags, std::uint32_t value, std::uint32_t* counters,
+                  int blocks_per_sm) {
+  SignalTask<Bytes> t{};
+  t.chunks = chunks;
+  t.nflags = nflags;
+  t.value = value;
+  t.counters = counters;
+  for (int f = 0; f < nflags; ++f) t.flags[f] = flags[f];
+  t.start[0] = 0;
+  for (int j = 0; j < chunks; ++j) {
+    t.first[j] = first[j];
+    std::int64_t most = 0;
+    for (int i = first[j]; i < first[j + 1]; ++i) {
+      t.p[i] = piece_of<Bytes>(pieces[i]);
+      if (t.p[i].chunks > most) most = t.p[i].chunks;
+    }
+    t.start[j + 1] = t.start[j] + most * (first[j + 1] - first[j]);
+  }
+  t.first[chunks] = first[chunks];
+  const index_t work = t.start[chunks] > 0 ? t.start[chunks] : 1;
+  const int per_sm = blocks_per_sm < 1 ? 1 : blocks_per_sm > 8 ? 8 : blocks_per_sm;
+  const index_t cap = sm_count(device) * static_cast<index_t>(per_sm);
+  launch(&signalled_gather_kernel<Bytes>, dim3(static_cast<unsigned>(work < cap ? work : cap)), gather_threads, t,
+         device, 0, "signalled_gather_kernel", stream);
+}
+
 }  // namespace
 
 void gather_rows(int device, void* stream, const gather_piece* pieces, int n, int blocks_per_sm) {
@@ -155,18 +266,13 @@ void gather_rows(int device, void* stream, const gather_piece* pieces, int n, in
   for (int first = 0; first < n; first += gather_max_pieces) {
     const gather_piece* g = pieces + first;
     const int k = n - first < gather_max_pieces ? n - first : gather_max_pieces;
-    auto all = [&](std::size_t b) {
-      for (int i = 0; i < k; ++i)
-        if (g[i].width % b || g[i].src_pitch % b || g[i].dst_pitch % b ||
-            reinterpret_cast<std::uintptr_t>(g[i].src) % b || reinterpret_cast<std::uintptr_t>(g[i].dst) % b)
-          return false;
-      return true;
-    };
-    if (all(16)) gather_as<16>(device, stream, g, k, blocks_per_sm);
-    else if (all(8)) gather_as<8>(device, stream, g, k, blocks_per_sm);
-    else if (all(4)) gather_as<4>(device, stream, g, k, blocks_per_sm);
-    else if (all(2)) gather_as<2>(device, stream, g, k, blocks_per_sm);
-    else gather_as<1>(device, stream, g, k, blocks_per_sm);
+    switch (widest(g, k)) {
+      case 16: gather_as<16>(device, stream, g, k, blocks_per_sm); break;
+      case 8: gather_as<8>(device, stream, g, k, blocks_per_sm); break;
+      case 4: gather_as<4>(device, stream, g, k, blocks_per_sm); break;
+      case 2: gather_as<2>(device, stream, g, k, blocks_per_sm); break;
+      default: gather_as<1>(device, stream, g, k, blocks_per_sm);
+    }
   }
 }
 
@@ -193,6 +299,21 @@ void strided_copy(int device, const void* src, const std::int64_t* src_st, void*
     case 16: return copy_as<16>(device, src, src_st, dst, dst_st, ext, nd);
     default: throw invalid_argument("tessera: internal: strided_copy of " + std::to_string(elem_bytes) + "-byte elements");
   }
+}
+
+bool gather_rows_signalled(int device, void* stream, const gather_piece* pieces, const int* first, int chunks,
+                           std::uint32_t* const* flags, int nflags, std::uint32_t value, std::uint32_t* counters,
+                           int blocks_per_sm) {
+  if (chunks < 1 || chunks > signal_max_chunks || first[chunks] > signal_max_pieces || nflags > signal_max_flags)
+    return false;
+  switch (widest(pieces, first[chunks])) {
+    case 16: signalled_as<16>(device, stream, pieces, first, chunks, flags, nflags, value, counters, blocks_per_sm); break;
+    case 8: signalled_as<8>(device, stream, pieces, first, chunks, flags, nflags, value, counters, blocks_per_sm); break;
+    case 4: signalled_as<4>(device, stream, pieces, first, chunks, flags, nflags, value, counters, blocks_per_sm); break;
+    case 2: signalled_as<2>(device, stream, pieces, first, chunks, flags, nflags, value, counters, blocks_per_sm); break;
+    default: signalled_as<1>(device, stream, pieces, first, chunks, flags, nflags, value, counters, blocks_per_sm);
+  }
+  return true;
 }
 
 }  // namespace tessera::detail::cuda

@@ -36,4 +36,16 @@ inline constexpr int gather_max_pieces = 16;
 // `blocks_per_sm` (1 to 8) per SM: fewer leave room for a kernel of another stream to run beside it.
 void gather_rows(int device, void* stream, const gather_piece* pieces, int n, int blocks_per_sm = 8);
 
+// gather_rows in chunks that the kernel itself signals to other GPUs, one kernel for all of them (a
+// copy between ranks, backend/comm/ipc_exchange.cpp): chunk j is pieces [first[j], first[j + 1]),
+// copied before chunk j + 1's; once every write of chunk j is visible system-wide, the kernel writes
+// `value` to flags[f][j] for each f (flags on other GPUs, mapped). `counters`: chunks zeroed 32-bit
+// words in device memory, left zeroed for the next call (calls that share them run in stream
+// order). Returns false, queuing nothing, past signal_max_chunks chunks, signal_max_pieces pieces
+// or signal_max_flags flags.
+inline constexpr int signal_max_chunks = 16, signal_max_pieces = 48, signal_max_flags = 16;
+bool gather_rows_signalled(int device, void* stream, const gather_piece* pieces, const int* first, int chunks,
+                           std::uint32_t* const* flags, int nflags, std::uint32_t value, std::uint32_t* counters,
+                           int blocks_per_sm);
+
 }  // namespace tessera::detail::cuda

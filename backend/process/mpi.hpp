@@ -53,9 +53,9 @@ void check_healthy(const char* what);
 // TESSERA_MPI_TIMEOUT in seconds (0: no deadline): also the deadline of NCCL work across ranks.
 double timeout_seconds();
 // How long a wait for peer ranks spins (yielding) before it sleeps (comm::backoff, backoff.hpp):
-// TESSERA_MPI_SPIN_US when set, else 2000 us where this rank has a core to spare (at least two
-// in its affinity mask, and at least two per rank on the node), else 0: spinning on an
-// oversubscribed node (mpirun --oversubscribe) takes the core from the peer being waited for.
+// TESSERA_MPI_SPIN_US when set, else 2000 us where the node has at least two cores per rank on it,
+// else 0: spinning on an oversubscribed node (mpirun --oversubscribe) takes the core from the peer
+// being waited for.
 std::chrono::microseconds spin_time();
 
 // `bytes` at `data` on `root` go to every rank. Collective.
