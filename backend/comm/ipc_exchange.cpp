@@ -129,6 +129,14 @@ int out_mode() {
   return m;
 }
 
+bool wait_all() {
+  static const bool w = [] {
+    const char* v = std::getenv("TESSERA_PEER_IPC_WAIT_ALL");
+    return v != nullptr && std::atoi(v) != 0;
+  }();
+  return w;
+}
+
 bool even_chunks() {
   static const bool e = [] {
     const char* v = std::getenv("TESSERA_PEER_IPC_EVEN");
@@ -513,17 +521,13 @@ bool exchange(const rt::copy_region* c, std::size_t n, const int* devices, int n
           for (std::uint32_t* f : flags) write_flag(mine, st, f + j, seq);
         }
       }
-      // 3. Into place, chunk after chunk as it lands.
+      // 3. Into place, chunk after chunk as it lands, each source's part as soon as it has
+      // (TESSERA_PEER_IPC_WAIT_ALL=1: once every source's part of the chunk has).
       endpoint::lent& l = ep->buffers[static_cast<std::size_t>(b)];
-      for (std::size_t j = 0; j < k && need > 0; ++j) {
-        for (int q : from) {
-          std::uint32_t* f = &ep->flags[q].sent[b][j];
-          wait_flag(mine, side, f, seq);
-          watch->waits_on(f, seq);
-        }
+      auto into_place = [&](std::size_t j, int from_rank) {
         g.clear();
         for (const piece& p : pieces) {
-          if (p.r->dst_device != mine) continue;
+          if (p.r->dst_device != mine || (from_rank >= 0 && rank_of(p.r->src_device) != from_rank)) continue;
           const std::size_t a = p.begin(j, k), e2 = p.begin(j + 1, k);
           if (a == e2) continue;
           g.push_back({static_cast<unsigned char*>(l.p) + p.offset + a * p.r->width,
@@ -532,7 +536,7 @@ bool exchange(const rt::copy_region* c, std::size_t n, const int* devices, int n
         }
         if (out_mode() > 0) {
           cuda::gather_rows(mine, side, g.data(), static_cast<int>(g.size()), out_mode());
-          continue;
+          return;
         }
         for (const cuda::gather_piece& x : g) {
           if (out_mode() < 0) {
@@ -544,6 +548,15 @@ bool exchange(const rt::copy_region* c, std::size_t n, const int* devices, int n
                       "cudaMemcpy2DAsync (a piece from another rank into place)");
           }
         }
+      };
+      for (std::size_t j = 0; j < k && need > 0; ++j) {
+        for (int q : from) {
+          std::uint32_t* f = &ep->flags[q].sent[b][j];
+          wait_flag(mine, side, f, seq);
+          watch->waits_on(f, seq);
+          if (!wait_all()) into_place(j, q);
+        }
+        if (wait_all()) into_place(j, -1);
       }
       // Every peer learns that buffer b is free again, whether or not it pushed into it this time:
       // its next push there (call seq + 2 or later) waits for the last call that used it.
