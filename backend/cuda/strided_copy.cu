@@ -191,9 +191,12 @@ struct SignalTask {
 
 template <int Bytes>
 __device__ void signal_chunk(const SignalTask<Bytes>& t, int j, std::int64_t items) {
-  __threadfence_system();  // this thread's writes of the chunk, before the count
+  // Every thread's writes of the chunk, then the block's (as cooperative groups' grid sync
+  // publishes a block's writes: barrier, then a fence by the thread that counts), before the count.
+  __threadfence_system();
   __syncthreads();
   if (threadIdx.x == 0) {
+    __threadfence_system();
     const std::int64_t blocks = items < gridDim.x ? items : std::int64_t(gridDim.x);
     if (atomicAdd(t.counters + j, 1u) + 1 == static_cast<std::uint32_t>(blocks)) {
       __threadfence_system();  // every counted block's writes, before the flags
