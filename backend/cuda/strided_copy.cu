@@ -9,10 +9,22 @@
 namespace tessera::detail::cuda {
 namespace {
 
+// The word each kernel moves: a vector type, so that one register holds 4 bytes (a struct of
+// chars held the 16-byte words a byte per register: 98 registers in the gather kernel).
 template <int Bytes>
-struct alignas(Bytes) element {
-  unsigned char b[Bytes];
-};
+struct word;
+template <>
+struct word<1> { using type = unsigned char; };
+template <>
+struct word<2> { using type = unsigned short; };
+template <>
+struct word<4> { using type = unsigned; };
+template <>
+struct word<8> { using type = uint2; };
+template <>
+struct word<16> { using type = uint4; };
+template <int Bytes>
+using element = typename word<Bytes>::type;
 
 template <int Bytes>
 struct CopyTask {
@@ -100,20 +112,35 @@ struct GatherTask {
 };
 
 // Chunk c of piece p, by the block's threads: every load before any store, so that several reads
-// over NVLink are in flight per thread.
+// over NVLink are in flight per thread. One division per item: the next element of a thread is
+// gather_threads further on, one row further at most where the rows are at least that wide (64-bit
+// divisions per element held 96-106 registers, so 2 blocks per SM where 4 or 8 were asked for).
 template <int Bytes>
 __device__ __forceinline__ void gather_item(const typename GatherTask<Bytes>::piece& p, std::int64_t c) {
   const std::int64_t first = c * gather_chunk + threadIdx.x;
+  const std::int64_t row0 = first / p.width, col0 = first % p.width;
+  const auto next = [&](std::int64_t& row, std::int64_t& col) {
+    col += gather_threads;
+    if (p.width >= gather_threads) {
+      if (col >= p.width) col -= p.width, ++row;
+    } else {  // narrow rows: col < 2 * gather_threads, so 32 bits divide it
+      const auto w = static_cast<unsigned>(p.width), x = static_cast<unsigned>(col);
+      row += x / w;
+      col = x % w;
+    }
+  };
   element<Bytes> v[gather_unroll];
+  std::int64_t row = row0, col = col0;
 #pragma unroll
   for (int u = 0; u < gather_unroll; ++u) {
-    const std::int64_t e = first + u * gather_threads;
-    if (e < p.count) v[u] = p.src[(e / p.width) * p.src_pitch + e % p.width];
+    if (first + u * gather_threads < p.count) v[u] = p.src[row * p.src_pitch + col];
+    next(row, col);
   }
+  row = row0, col = col0;
 #pragma unroll
   for (int u = 0; u < gather_unroll; ++u) {
-    const std::int64_t e = first + u * gather_threads;
-    if (e < p.count) p.dst[(e / p.width) * p.dst_pitch + e % p.width] = v[u];
+    if (first + u * gather_threads < p.count) p.dst[row * p.dst_pitch + col] = v[u];
+    next(row, col);
   }
 }
 
@@ -153,6 +180,16 @@ int widest(const gather_piece* g, int n) {
   return 1;
 }
 
+// Blocks per SM of a kernel whose blocks loop over the work: as asked (1 to 8), at most what an SM
+// holds at once. Blocks past that would start only once resident ones had done all their share
+// (a second wave, alone at the end), and a chunk signalled from the device would wait for them.
+template <class Task>
+index_t per_sm(void (*kernel)(Task), int device, int asked) {
+  const index_t want = asked < 1 ? 1 : asked > 8 ? 8 : asked;
+  const index_t fit = resident_blocks(kernel, gather_threads, device);
+  return want < fit ? want : fit;
+}
+
 template <int Bytes>
 void gather_as(int device, void* stream, const gather_piece* pieces, int n, int blocks_per_sm) {
   GatherTask<Bytes> t{};
@@ -166,8 +203,7 @@ void gather_as(int device, void* stream, const gather_piece* pieces, int n, int 
   }
   if (t.n == 0) return;
   const index_t work = t.most * t.n;
-  const int per_sm = blocks_per_sm < 1 ? 1 : blocks_per_sm > 8 ? 8 : blocks_per_sm;
-  const index_t cap = sm_count(device) * static_cast<index_t>(per_sm);
+  const index_t cap = sm_count(device) * per_sm(&gather_kernel<Bytes>, device, blocks_per_sm);
   launch(&gather_kernel<Bytes>, dim3(static_cast<unsigned>(work < cap ? work : cap)), gather_threads, t, device, 0,
          "gather_kernel", stream);
 }
@@ -207,7 +243,7 @@ __device__ void signal_chunk(const SignalTask<Bytes>& t, int j, std::int64_t ite
 }
 
 template <int Bytes>
-__global__ void __launch_bounds__(gather_threads) signalled_gather_kernel(const SignalTask<Bytes> t) {
+__global__ void __launch_bounds__(gather_threads, 4) signalled_gather_kernel(const SignalTask<Bytes> t) {
   // Chunks without items are signalled at once.
   if (blockIdx.x == 0 && threadIdx.x == 0) {
     bool any = false;
@@ -256,8 +292,7 @@ void signalled_as(int device, void* stream, const gather_piece* pieces, const in
   }
   t.first[chunks] = first[chunks];
   const index_t work = t.start[chunks] > 0 ? t.start[chunks] : 1;
-  const int per_sm = blocks_per_sm < 1 ? 1 : blocks_per_sm > 8 ? 8 : blocks_per_sm;
-  const index_t cap = sm_count(device) * static_cast<index_t>(per_sm);
+  const index_t cap = sm_count(device) * per_sm(&signalled_gather_kernel<Bytes>, device, blocks_per_sm);
   launch(&signalled_gather_kernel<Bytes>, dim3(static_cast<unsigned>(work < cap ? work : cap)), gather_threads, t,
          device, 0, "signalled_gather_kernel", stream);
 }
