@@ -30,10 +30,11 @@
 //   2. each source's main stream waits until each destination has copied out of buffer b in call
 //      seq - 2 (`freed`), then pushes chunk after chunk with one scatter kernel that writes
 //      `sent[b][j] = seq` into each destination's flags itself once chunk j is visible there
-//      (cuda::gather_rows_signalled; one kernel per chunk followed by the stream's flag writes
-//      left gaps between the chunks: 0.655x against 0.710x on 2 H200 ranks);
-//   3. each destination's side stream waits for chunk j of every source and copies it into place,
-//      then writes `freed[b] = seq` into every other rank's flags; the main stream joins the side
+//      (cuda::gather_rows_signalled; one kernel per chunk followed by the stream's flag writes,
+//      TESSERA_PEER_IPC_SIGNAL=0, measured 0.706x against 0.702x on 4 H200 ranks, and 0.655x
+//      against 0.710x on 2, where it left gaps between the chunks);
+//   3. each destination's side stream waits for each source's part of chunk j and copies it into
+//      place as soon as it has landed, then writes `freed[b] = seq` into every other rank's flags; the main stream joins the side
 //      stream;
 //   4. one small collective: every rank has queued its part, or every rank releases its waits and
 //      throws.
@@ -522,7 +523,7 @@ bool exchange(const rt::copy_region* c, std::size_t n, const int* devices, int n
         }
         // A pitched kernel per piece, filling the SMs the push leaves: on 2 H200 ranks the copy
         // engines (cudaMemcpy2DAsync) gave 0.609x and one gather kernel of 2 blocks per SM for
-        // the chunk 0.556x, against 0.710x.
+        // the chunk 0.556x, against 0.710x (before the pushing kernel's registers were cut).
         for (const cuda::gather_piece& x : g)
           copy_rows(mine, side, x.dst, x.dst_pitch, x.src, x.src_pitch, x.width, x.height,
                     "cudaMemcpy2DAsync (a piece from another rank into place)");
