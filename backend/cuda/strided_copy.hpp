@@ -33,7 +33,8 @@ inline constexpr int gather_max_pieces = 16;
 // pieces (every source read at once) instead of one copy after another; more than
 // gather_max_pieces pieces take one kernel per group of them. Loads are 16, 8, 4, 2 or 1 bytes
 // wide, the widest that every size, pitch and address allows. Its blocks loop over the work, at most
-// `blocks_per_sm` (1 to 8) per SM: fewer leave room for a kernel of another stream to run beside it.
+// `blocks_per_sm` (1 to 8, and no more than an SM holds at once) per SM: fewer leave room for a
+// kernel of another stream to run beside it.
 void gather_rows(int device, void* stream, const gather_piece* pieces, int n, int blocks_per_sm = 8);
 
 // gather_rows in chunks that the kernel itself signals to other GPUs, one kernel for all of them (a
