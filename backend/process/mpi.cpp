@@ -22,7 +22,6 @@
 #include <thread>
 #include <vector>
 
-
 #ifndef TESSERA_HAS_MPI
 #define TESSERA_HAS_MPI 0
 #endif
