@@ -75,21 +75,20 @@ namespace {
 
 constexpr int max_chunks = 16;
 
+// An integer setting from the environment, `fallback` when unset or empty (read once by each caller).
+long setting(const char* name, long fallback) {
+  const char* v = std::getenv(name);
+  return v == nullptr || *v == '\0' ? fallback : std::atol(v);
+}
+
 int mode() {
-  static const int m = [] {
-    const char* v = std::getenv("TESSERA_PEER_IPC");
-    return v != nullptr && *v != '\0' && std::atoi(v) == 0 ? 0 : 1;
-  }();
+  static const int m = setting("TESSERA_PEER_IPC", 1) != 0 ? 1 : 0;
   return m;
 }
 
 std::size_t chunk_bytes() {
-  static const std::size_t b = [] {
-    const char* v = std::getenv("TESSERA_PEER_IPC_CHUNK_MB");
-    const long mb = v != nullptr ? std::atol(v) : 0;
-    return (mb > 0 ? static_cast<std::size_t>(mb) : std::size_t{64}) << 20;
-  }();
-  return b;
+  static const long mb = setting("TESSERA_PEER_IPC_CHUNK_MB", 64);
+  return static_cast<std::size_t>(mb > 0 ? mb : 64) << 20;
 }
 
 // Blocks per SM of the pushing kernel (TESSERA_PEER_IPC_BLOCKS, 1 to 8, default 4). Its blocks loop
@@ -97,38 +96,25 @@ std::size_t chunk_bytes() {
 // room and ran only between chunks: on 4 H100 ranks the re-shard took the push's time plus the
 // copies' (0.680x of a pair's bandwidth per device against 0.80x for the push alone).
 int push_blocks() {
-  static const int b = [] {
-    const char* v = std::getenv("TESSERA_PEER_IPC_BLOCKS");
-    const int x = v != nullptr ? std::atoi(v) : 0;
-    return x >= 1 && x <= 8 ? x : 4;
-  }();
-  return b;
+  static const long x = setting("TESSERA_PEER_IPC_BLOCKS", 4);
+  return x >= 1 && x <= 8 ? static_cast<int>(x) : 4;
 }
 
 // How every chunk is pushed (TESSERA_PEER_IPC_SIGNAL): 1 (default) one kernel for all of them that
 // signals each chunk itself (cuda::gather_rows_signalled), 0 one kernel per chunk, each followed by
 // the stream's flag writes.
 bool signal_in_kernel() {
-  static const bool s = [] {
-    const char* v = std::getenv("TESSERA_PEER_IPC_SIGNAL");
-    return v == nullptr || *v == '\0' || std::atoi(v) != 0;
-  }();
+  static const bool s = setting("TESSERA_PEER_IPC_SIGNAL", 1) != 0;
   return s;
 }
 
 bool wait_all() {
-  static const bool w = [] {
-    const char* v = std::getenv("TESSERA_PEER_IPC_WAIT_ALL");
-    return v != nullptr && std::atoi(v) != 0;
-  }();
+  static const bool w = setting("TESSERA_PEER_IPC_WAIT_ALL", 0) != 0;
   return w;
 }
 
 bool even_chunks() {
-  static const bool e = [] {
-    const char* v = std::getenv("TESSERA_PEER_IPC_EVEN");
-    return v != nullptr && std::atoi(v) != 0;
-  }();
+  static const bool e = setting("TESSERA_PEER_IPC_EVEN", 0) != 0;
   return e;
 }
 
