@@ -458,11 +458,7 @@ bool exchange(const rt::copy_region* c, std::size_t n, const int* devices, int n
                                              "a copy between ranks (CUDA IPC) on " + rt::info(mine).name);
       watch->mark(false);
       // The side stream starts behind the main stream's work so far (the regions' last users).
-      cudaEvent_t e = nullptr;
-      rt::check_cuda(cudaEventCreateWithFlags(&e, cudaEventDisableTiming), "cudaEventCreateWithFlags", mine);
-      rt::check_cuda(cudaEventRecord(e, st), "cudaEventRecord", mine);
-      rt::check_cuda(cudaStreamWaitEvent(side, e, 0), "cudaStreamWaitEvent", mine);
-      (void)cudaEventDestroy(e);
+      follow(mine, side, st);
       // 2. Pushing, once each destination has copied out of buffer b in call seq - 2.
       for (int q : to) {
         std::uint32_t* f = &ep->flags[q].freed[b];
@@ -545,11 +541,7 @@ bool exchange(const rt::copy_region* c, std::size_t n, const int* devices, int n
   if (watch) {
     try {
       rt::set_device(mine);
-      cudaEvent_t e = nullptr;
-      rt::check_cuda(cudaEventCreateWithFlags(&e, cudaEventDisableTiming), "cudaEventCreateWithFlags", mine);
-      rt::check_cuda(cudaEventRecord(e, side_of(mine)), "cudaEventRecord", mine);
-      rt::check_cuda(cudaStreamWaitEvent(main_of(mine), e, 0), "cudaStreamWaitEvent", mine);
-      (void)cudaEventDestroy(e);
+      follow(mine, main_of(mine), side_of(mine));
       watch->mark(true);
       watch_in_background(watch);
     } catch (...) {
