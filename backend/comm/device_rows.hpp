@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: Apache-2.0
 // Private to backend/comm's exchanges across GPUs (nccl_exchange.cpp, ipc_exchange.cpp): a device's
-// streams, one following another, and rows copied within one GPU. Includes the CUDA runtime: GPU builds only.
+// streams, one following another, and rows copied within one GPU. Includes the CUDA runtime: GPU
+// builds only.
 #pragma once
 #include <backend/cuda/strided_copy.hpp>
 #include <backend/runtime/runtime.hpp>

@@ -344,12 +344,15 @@ bool gather_rows_signalled(int device, void* stream, const gather_piece* pieces,
                            int blocks_per_sm) {
   if (chunks < 1 || chunks > signal_max_chunks || first[chunks] > signal_max_pieces || nflags > signal_max_flags)
     return false;
+  auto queue = [&](auto as) {
+    as(device, stream, pieces, first, chunks, flags, nflags, value, counters, blocks_per_sm);
+  };
   switch (widest(pieces, first[chunks])) {
-    case 16: signalled_as<16>(device, stream, pieces, first, chunks, flags, nflags, value, counters, blocks_per_sm); break;
-    case 8: signalled_as<8>(device, stream, pieces, first, chunks, flags, nflags, value, counters, blocks_per_sm); break;
-    case 4: signalled_as<4>(device, stream, pieces, first, chunks, flags, nflags, value, counters, blocks_per_sm); break;
-    case 2: signalled_as<2>(device, stream, pieces, first, chunks, flags, nflags, value, counters, blocks_per_sm); break;
-    default: signalled_as<1>(device, stream, pieces, first, chunks, flags, nflags, value, counters, blocks_per_sm);
+    case 16: queue(signalled_as<16>); break;
+    case 8: queue(signalled_as<8>); break;
+    case 4: queue(signalled_as<4>); break;
+    case 2: queue(signalled_as<2>); break;
+    default: queue(signalled_as<1>);
   }
   return true;
 }
