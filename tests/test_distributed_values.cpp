@@ -564,6 +564,64 @@ TEST_CASE("large re-shards across ranks") {
   }
 }
 
+// Into memory::device arrays the sources write in place through CUDA IPC (no receive buffer, no
+// copy into place; TESSERA_PEER_IPC_DIRECT=0 keeps the buffers): pitched windows, an array read
+// between two writes into it (the sources must wait for the reader), and more live destination
+// arrays than a rank keeps mapped (older mappings are closed, new blocks get new ids).
+TEST_CASE("large re-shards across ranks into memory::device arrays") {
+  for (const DeviceSet& D : sets()) {
+    const bool big = on_gpus(D);
+    const index_t m = big ? 4099 : 517, n = big ? 4103 : 335;
+    INFO(set_name(D) << ", shape " << m << "x" << n);
+    const auto M = static_cast<std::size_t>(m), N = static_cast<std::size_t>(n);
+    const auto v = values<float>(M * N, 140, -2, 2);
+    const Array<float, 2> x = from_host(v, {m, n}, shard(1, D));
+    const Array<float, 2> rows = copy(x, shard(0, D), memory::device);
+    check_values(to_host(rows), v, 0, 0, "copy(unified shard(1) -> device shard(0))");
+    const Array<float, 2> cols = copy(rows, shard(1, D), memory::device);
+    check_values(to_host(cols), v, 0, 0, "copy(device shard(0) -> device shard(1))");
+    Array<float, 2> z = zeros<float>({m - 2, n - 3}, shard(0, D), memory::device);
+    copyto(z, cols(range(1, m - 1), range(2, n - 1)));
+    std::vector<float> want((M - 2) * (N - 3));
+    for (std::size_t j = 0; j + 3 < N; ++j)
+      for (std::size_t i = 0; i + 2 < M; ++i) want[i + j * (M - 2)] = v[(i + 1) + (j + 2) * M];
+    check_values(to_host(z), want, 0, 0, "copyto(device shard(0) <- a window of shard(1))");
+    Array<float, 2> w = zeros<float>({m, n}, shard(1, D), memory::device);
+    copyto(w(range(3, m - 1), range(1, n - 2)), rows(range(3, m - 1), range(1, n - 2)));
+    std::vector<float> want_w(M * N, 0.0f);
+    for (std::size_t j = 1; j + 2 < N; ++j)
+      for (std::size_t i = 3; i + 1 < M; ++i) want_w[i + j * M] = v[i + j * M];
+    check_values(to_host(w), want_w, 0, 0, "copyto(a window of device shard(1) <- a window of shard(0))");
+
+    // d is read (acc + d) right before the next copy overwrites it: no host read in between.
+    Array<float, 2> d = zeros<float>({m, n}, shard(0, D), memory::device);
+    Array<float, 2> acc = zeros<float>({m, n}, shard(0, D), memory::device);
+    std::vector<float> want_acc(v.size(), 0.0f);
+    for (int r = 1; r <= 5; ++r) {
+      const Array<float, 2> t = x * float(r);
+      copyto(d, t);
+      acc = acc + d;
+      for (std::size_t i = 0; i < v.size(); ++i) want_acc[i] = want_acc[i] + v[i] * float(r);
+    }
+    check_values(to_host(acc), want_acc, 0, 0, "five copies into one device array, each read before the next");
+
+    // Seven destination arrays alive at once, then seven new ones: each rank keeps 4 mapped per peer.
+    for (int round = 0; round < 2; ++round) {
+      std::vector<Array<float, 2>> many;
+      for (int r = 0; r < 7; ++r) {
+        const Array<float, 2> t = x * float(r + round);
+        many.push_back(copy(t, shard(0, D), memory::device));
+      }
+      for (int r = 0; r < 7; ++r) {
+        std::vector<float> e(v.size());
+        for (std::size_t i = 0; i < v.size(); ++i) e[i] = v[i] * float(r + round);
+        check_values(to_host(many[static_cast<std::size_t>(r)]), e, 0, 0, "one of seven device arrays");
+      }
+    }
+    check_values(to_host(x), v, 0, 0, "the source after the copies");
+  }
+}
+
 namespace {
 
 // Periodic ghost cells of a column-major m x n host array (docs/semantics.md): rows first, then

@@ -12,7 +12,11 @@
 // the user's arrays (managed memory by default) cannot be mapped by another process, so each
 // destination lends a receive buffer of its own (cudaMalloc, exported with cudaIpcGetMemHandle):
 // the sources write their pieces there, contiguous, and the destination copies them into place,
-// chunk by chunk, behind the sources.
+// chunk by chunk, behind the sources. A destination whose incoming pieces all land in one
+// memory::device array (a whole cudaMalloc block, rt::allocation_id) exports that array instead,
+// and the sources write in place, one chunk, no copy into place (TESSERA_PEER_IPC_DIRECT=0: the
+// receive buffer); the sources first wait until the destination's GPU has reached the call (its
+// `open` flag), as its earlier work may still read or write the array.
 //
 // Every wait between processes is a GPU's, on a flag in its own memory that the other process's GPU
 // writes (cuStreamWaitValue32 / cuStreamWriteValue32 on memory mapped through CUDA IPC, as
@@ -113,6 +117,13 @@ bool wait_all() {
   return w;
 }
 
+// Whether a destination whose incoming pieces all land in one memory::device array lets the sources
+// write there (TESSERA_PEER_IPC_DIRECT, default 1): no receive buffer and no copy into place.
+bool direct_setting() {
+  static const bool d = setting("TESSERA_PEER_IPC_DIRECT", 1) != 0;
+  return d;
+}
+
 bool even_chunks() {
   static const bool e = setting("TESSERA_PEER_IPC_EVEN", 0) != 0;
   return e;
@@ -165,10 +176,12 @@ std::size_t round_up(std::size_t b) { return (b + 255) / 256 * 256; }
 
 // The flags one rank's GPU keeps for one peer rank q, written by q's GPU: `sent[b][j]` (q pushed
 // chunk j of the call that last used this rank's buffer b), `freed[b]` (q copied out of its buffer
-// b the pieces this rank pushed there).
+// b the pieces this rank pushed there), `open` (q's GPU reached call `open`, which writes into q's
+// array itself: what q's work before it did with the array is done).
 struct slot {
   std::uint32_t sent[2][max_chunks];
   std::uint32_t freed[2];
+  std::uint32_t open;
 };
 
 // What one rank lends and exports for one call (dist::share_blocks moves it as bytes).
@@ -178,6 +191,9 @@ struct card {
   std::uint64_t generation;    // of the receive buffer this call fills (b): a new allocation has a new one
   cudaIpcMemHandle_t memory;   // that buffer
   cudaIpcMemHandle_t flags;    // the rank's flags: one slot per rank, never reallocated
+  std::int32_t direct;         // 1: the sources write into the array itself, not into the buffer
+  std::uint64_t array_id;      // that array's block (rt::allocation_id)
+  cudaIpcMemHandle_t array;    // its handle
 };
 
 // This process's side of it for one GPU, kept for the next calls (its buffers and flags live as long
@@ -203,7 +219,19 @@ struct endpoint {
   };
   std::map<std::pair<int, int>, mapped> peer_buffers;  // by (rank, buffer)
   std::map<int, slot*> peer_flags;                     // by rank
+  // Peers' arrays written in place, by (rank, allocation id), with the last call that wrote each;
+  // this rank's arrays exported so far, by allocation id.
+  struct array_map {
+    void* p = nullptr;
+    std::uint32_t used = 0;
+  };
+  std::map<std::pair<int, std::uint64_t>, array_map> peer_arrays;
+  std::map<std::uint64_t, cudaIpcMemHandle_t> exported;
 };
+
+// Mappings of one peer's arrays kept open: an array that died stays mapped (and its block held, if
+// the driver counts the mapping) until a later call finds it unused.
+constexpr std::size_t kept_arrays = 4;
 
 std::mutex& lock() {
   static std::mutex m;
@@ -282,6 +310,30 @@ class watched_copy final : public inflight {
   std::vector<std::pair<std::uint32_t*, std::uint32_t>> waits_;
 };
 
+// Closes, for each peer rank, the mappings of its arrays beyond the kept_arrays written last (never
+// one this call writes). Pushes through them were queued on this GPU's main stream: they finish
+// first.
+void close_unused_arrays(endpoint& ep, int device, std::uint32_t seq) {
+  using key = std::pair<int, std::uint64_t>;
+  std::map<int, std::vector<std::pair<std::uint32_t, key>>> by_rank;  // (calls ago, mapping)
+  for (const auto& [k, a] : ep.peer_arrays) by_rank[k.first].push_back({seq - a.used, k});
+  bool waited = false;
+  for (auto& [r, list] : by_rank) {
+    if (list.size() <= kept_arrays) continue;
+    std::sort(list.begin(), list.end());
+    for (std::size_t i = kept_arrays; i < list.size(); ++i) {
+      if (list[i].first == 0) continue;
+      if (!waited) {
+        rt::check_cuda(cudaStreamSynchronize(main_of(device)), "cudaStreamSynchronize", device);
+        waited = true;
+      }
+      if (void* p = ep.peer_arrays[list[i].second].p) (void)cudaIpcCloseMemHandle(p);
+      (void)cudaGetLastError();
+      ep.peer_arrays.erase(list[i].second);
+    }
+  }
+}
+
 }  // namespace
 
 bool exchange(const rt::copy_region* c, std::size_t n, const int* devices, int nd) {
@@ -317,8 +369,18 @@ bool exchange(const rt::copy_region* c, std::size_t n, const int* devices, int n
   }
   std::size_t most = 0;
   for (const auto& [d, b] : outgoing) most = std::max(most, b);
-  const std::size_t k = std::clamp<std::size_t>((most + chunk_bytes() - 1) / chunk_bytes(), 1, max_chunks);
-  const std::size_t need = mine >= 0 && incoming.count(mine) ? incoming.at(mine) : 0;
+  std::size_t need = mine >= 0 && incoming.count(mine) ? incoming.at(mine) : 0;
+  // Every incoming piece lands in one memory::device array of this rank's GPU: the sources may
+  // write there themselves (a cudaMalloc block is what CUDA IPC exports; managed memory is not).
+  rt::buffer* into = nullptr;
+  bool direct = direct_setting() && need > 0;
+  for (const piece& p : pieces) {
+    if (p.r->dst_device != mine) continue;
+    rt::buffer* d = p.r->dst_buf;
+    if (d == nullptr || d->kind != memory::device || d->device != mine || (into != nullptr && d != into))
+      direct = false;
+    into = d;
+  }
   auto rank_of = [](int d) { return rt::info(d).rank; };
   std::vector<int> to, from;  // the ranks this rank pushes to, and receives from
   for (const piece& p : pieces) {
@@ -366,6 +428,23 @@ bool exchange(const rt::copy_region* c, std::size_t n, const int* devices, int n
         rt::check_cuda(cudaMemset(c, 0, sizeof(std::uint32_t) * max_chunks), "cudaMemset", mine);
         ep->counters = static_cast<std::uint32_t*>(c);
       }
+      if (direct) {
+        const std::uint64_t id = rt::allocation_id(into->ptr);
+        auto it = ep->exported.find(id);
+        if (id != 0 && it == ep->exported.end()) {
+          cudaIpcMemHandle_t h{};
+          if (cudaIpcGetMemHandle(&h, into->ptr) == cudaSuccess)
+            it = ep->exported.emplace(id, h).first;
+          else
+            (void)cudaGetLastError();
+        }
+        if (it != ep->exported.end()) {
+          my.direct = 1;
+          my.array_id = id;
+          my.array = it->second;
+          need = 0;  // no receive buffer
+        }
+      }
       endpoint::lent& l = ep->buffers[static_cast<std::size_t>(b)];
       if (need > l.bytes) {
         if (l.p != nullptr) {
@@ -400,6 +479,13 @@ bool exchange(const rt::copy_region* c, std::size_t n, const int* devices, int n
     const card& o = cards[static_cast<std::size_t>(r)];
     if (o.status != 0 || o.host != my.host) return false;
   }
+  direct = my.direct != 0;
+  // Chunks let a destination copy into place behind the sources; where every destination is
+  // written in place, one chunk.
+  bool every_direct = true;
+  for (const piece& p : pieces) every_direct = every_direct && cards[static_cast<std::size_t>(rank_of(p.r->dst_device))].direct;
+  const std::size_t k =
+      every_direct ? 1 : std::clamp<std::size_t>((most + chunk_bytes() - 1) / chunk_bytes(), 1, max_chunks);
 
   // The peers' buffers and flags, opened here (cached). A failure (no IPC between these GPUs)
   // sends every rank to NCCL, still before anything is queued.
@@ -419,8 +505,23 @@ bool exchange(const rt::copy_region* c, std::size_t n, const int* devices, int n
       for (std::size_t i = 0; i < pieces.size(); ++i) {
         const piece& p = pieces[i];
         if (p.r->src_device != mine) continue;
-        const card& o = cards[static_cast<std::size_t>(rank_of(p.r->dst_device))];
-        endpoint::mapped& m = ep->peer_buffers[{rank_of(p.r->dst_device), b}];
+        const int q = rank_of(p.r->dst_device);
+        const card& o = cards[static_cast<std::size_t>(q)];
+        if (o.direct) {
+          if (p.r->dst_buf == nullptr) throw backend_error("tessera: a piece without its array");
+          endpoint::array_map& a = ep->peer_arrays[{q, o.array_id}];
+          if (a.p == nullptr) {
+            void* m = nullptr;
+            rt::check_cuda(cudaIpcOpenMemHandle(&m, o.array, cudaIpcMemLazyEnablePeerAccess),
+                           "cudaIpcOpenMemHandle (a peer rank's array)", mine);
+            a.p = m;
+          }
+          a.used = seq;
+          target[i] = static_cast<unsigned char*>(a.p) +
+                      (static_cast<const unsigned char*>(p.r->dst) - static_cast<const unsigned char*>(p.r->dst_buf->ptr));
+          continue;
+        }
+        endpoint::mapped& m = ep->peer_buffers[{q, b}];
         if (m.p == nullptr || m.generation != o.generation) {
           if (m.p != nullptr) (void)cudaIpcCloseMemHandle(m.p);
           m = {};
@@ -431,6 +532,7 @@ bool exchange(const rt::copy_region* c, std::size_t n, const int* devices, int n
         }
         target[i] = static_cast<unsigned char*>(m.p) + p.offset;
       }
+      close_unused_arrays(*ep, mine, seq);
     } catch (const std::exception&) {
       (void)cudaGetLastError();
       failed = 1;
@@ -459,11 +561,17 @@ bool exchange(const rt::copy_region* c, std::size_t n, const int* devices, int n
       watch->mark(false);
       // The side stream starts behind the main stream's work so far (the regions' last users).
       follow(mine, side, st);
-      // 2. Pushing, once each destination has copied out of buffer b in call seq - 2.
+      // Written in place, this rank lets its sources start once its GPU has reached this call.
+      if (direct)
+        for (int q : from) write_flag(mine, st, &ep->peer_flags.at(q)[me].open, seq);
+      // 2. Pushing, once each destination has copied out of buffer b in call seq - 2 (or, written
+      // in place, has reached this call).
       for (int q : to) {
-        std::uint32_t* f = &ep->flags[q].freed[b];
-        wait_flag(mine, st, f, seq - 2);
-        watch->waits_on(f, seq - 2);
+        const bool in_place = cards[static_cast<std::size_t>(q)].direct != 0;
+        std::uint32_t* f = in_place ? &ep->flags[q].open : &ep->flags[q].freed[b];
+        const std::uint32_t v = in_place ? seq : seq - 2;
+        wait_flag(mine, st, f, v);
+        watch->waits_on(f, v);
       }
       // The pieces' rows of chunk j, j = 0 .. k - 1, in that order (first[j]: chunk j's first).
       std::vector<cuda::gather_piece> g;
@@ -474,8 +582,10 @@ bool exchange(const rt::copy_region* c, std::size_t n, const int* devices, int n
           if (p.r->src_device != mine) continue;
           const std::size_t a = p.begin(j, k), e2 = p.begin(j + 1, k);
           if (a == e2) continue;
+          const std::size_t to_pitch =
+              cards[static_cast<std::size_t>(rank_of(p.r->dst_device))].direct ? p.pitch_dst() : p.r->width;
           g.push_back({static_cast<const unsigned char*>(p.r->src) + a * p.pitch_src(),
-                       static_cast<unsigned char*>(target[i]) + a * p.r->width, p.pitch_src(), p.r->width, p.r->width,
+                       static_cast<unsigned char*>(target[i]) + a * to_pitch, p.pitch_src(), to_pitch, p.r->width,
                        e2 - a});
         }
         first.push_back(static_cast<int>(g.size()));
@@ -494,6 +604,7 @@ bool exchange(const rt::copy_region* c, std::size_t n, const int* devices, int n
       // (TESSERA_PEER_IPC_WAIT_ALL=1: once every source's part of the chunk has).
       endpoint::lent& l = ep->buffers[static_cast<std::size_t>(b)];
       auto into_place = [&](std::size_t j, int from_rank) {
+        if (direct) return;  // the sources wrote in place
         g.clear();
         for (const piece& p : pieces) {
           if (p.r->dst_device != mine || (from_rank >= 0 && rank_of(p.r->src_device) != from_rank)) continue;

@@ -10,6 +10,7 @@
 #include <mutex>
 #include <cstdlib>
 #include <string>
+#include <unordered_map>
 #include <vector>
 
 #include <sys/mman.h>
@@ -84,6 +85,18 @@ void advise(const void* p, std::size_t bytes, cudaMemoryAdvise advice, int ordin
 #endif
 }
 
+// The ids of allocation_id, set at each cudaMalloc (which is where an address can come back as a
+// new allocation), so no free has to report.
+struct allocation_ids {
+  std::mutex m;
+  std::unordered_map<const void*, std::uint64_t> of;
+  std::uint64_t last = 0;
+};
+allocation_ids& ids() {
+  static auto* a = new allocation_ids;  // leaked: arrays may die at exit
+  return *a;
+}
+
 void* allocate_gpu(int d, std::size_t bytes, memory kind) {
   device_guard guard(d);
   void* p = nullptr;
@@ -94,6 +107,11 @@ void* allocate_gpu(int d, std::size_t bytes, memory kind) {
     throw_oom(d, bytes);
   }
   cuda_check(e, kind == memory::unified ? "cudaMallocManaged" : "cudaMalloc", d);
+  if (kind == memory::device) {
+    allocation_ids& a = ids();
+    std::lock_guard<std::mutex> lock(a.m);
+    a.of[p] = ++a.last;
+  }
   if (kind == memory::unified && gpu(d).concurrent_managed) {
     try {
       advise(p, bytes, cudaMemAdviseSetPreferredLocation, d);
@@ -122,6 +140,18 @@ void prefetch(const void* p, std::size_t bytes, int ordinal, cudaStream_t s) {
 #endif
 }
 #endif
+
+std::uint64_t allocation_id(const void* base) {
+#if TESSERA_HAS_CUDA
+  allocation_ids& a = ids();
+  std::lock_guard<std::mutex> lock(a.m);
+  const auto it = a.of.find(base);
+  return it == a.of.end() ? 0 : it->second;
+#else
+  (void)base;
+  return 0;
+#endif
+}
 
 void memory_info(int device_id, std::size_t& free, std::size_t& total) {
   (void)info(device_id);

@@ -70,6 +70,11 @@ void* allocate(int device_id, std::size_t bytes, memory kind);
 // tessera::reclaim()); the next allocation of its size class takes it, in stream order.
 // `host_touched`: host code may have pulled the pages of a unified block to the host.
 void deallocate(int device_id, void* p, std::size_t bytes, memory kind, bool host_touched = false) noexcept;
+// A number that names the cudaMalloc allocation starting at `base` (a memory::device block of a GPU
+// of this process) for as long as it lives: a later allocation at the same address gets another.
+// 0 for anything else. Another process that mapped the block through CUDA IPC knows by it whether
+// its mapping still shows this block (backend/comm/ipc_exchange.cpp writes into such arrays).
+std::uint64_t allocation_id(const void* base);
 // Bytes of freed GPU memory a device's cache holds.
 std::size_t pool_bytes(int device_id);
 
