@@ -369,7 +369,7 @@ bool exchange(const rt::copy_region* c, std::size_t n, const int* devices, int n
   }
   std::size_t most = 0;
   for (const auto& [d, b] : outgoing) most = std::max(most, b);
-  std::size_t need = mine >= 0 && incoming.count(mine) ? incoming.at(mine) : 0;
+  const std::size_t need = mine >= 0 && incoming.count(mine) ? incoming.at(mine) : 0;
   // Every incoming piece lands in one memory::device array of this rank's GPU: the sources may
   // write there themselves (a cudaMalloc block is what CUDA IPC exports; managed memory is not).
   rt::buffer* into = nullptr;
@@ -442,11 +442,10 @@ bool exchange(const rt::copy_region* c, std::size_t n, const int* devices, int n
           my.direct = 1;
           my.array_id = id;
           my.array = it->second;
-          need = 0;  // no receive buffer
         }
       }
       endpoint::lent& l = ep->buffers[static_cast<std::size_t>(b)];
-      if (need > l.bytes) {
+      if (!my.direct && need > l.bytes) {
         if (l.p != nullptr) {
           // Its last call's copies out of it (on the side stream) must be done before it goes;
           // the sources' writes into it were, before those copies started.
