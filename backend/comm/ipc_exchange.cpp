@@ -78,6 +78,7 @@ namespace tessera::detail::comm::ipc {
 namespace {
 
 constexpr int max_chunks = 16;
+constexpr std::size_t max_retired = 8;  // retired blocks announced per call (more wait for the next)
 
 // An integer setting from the environment, `fallback` when unset or empty (read once by each caller).
 long setting(const char* name, long fallback) {
@@ -194,6 +195,8 @@ struct card {
   std::int32_t direct;         // 1: the sources write into the array itself, not into the buffer
   std::uint64_t array_id;      // that array's block (rt::allocation_id)
   cudaIpcMemHandle_t array;    // its handle
+  std::uint32_t retired;       // arrays' blocks this rank will free once every peer closed them
+  std::uint64_t retired_ids[max_retired];
 };
 
 // This process's side of it for one GPU, kept for the next calls (its buffers and flags live as long
@@ -334,6 +337,31 @@ void close_unused_arrays(endpoint& ep, int device, std::uint32_t seq) {
   }
 }
 
+// Closes this rank's mappings of the arrays the peers announced as retired (dead, to be freed).
+// Pushes into them were queued on this GPU's main stream: they finish first.
+void close_retired(endpoint& ep, int device, const std::vector<card>& cards, int me) {
+  bool waited = false;
+  for (std::size_t q = 0; q < cards.size(); ++q) {
+    if (static_cast<int>(q) == me) continue;
+    const card& o = cards[q];
+    for (std::uint32_t i = 0; i < std::min<std::uint32_t>(o.retired, max_retired); ++i) {
+      const auto it = ep.peer_arrays.find({static_cast<int>(q), o.retired_ids[i]});
+      if (it == ep.peer_arrays.end()) continue;
+      if (!waited) {
+        try {
+          rt::set_device(device);
+        } catch (...) {
+        }
+        (void)cudaStreamSynchronize(main_of(device));
+        waited = true;
+      }
+      if (it->second.p != nullptr) (void)cudaIpcCloseMemHandle(it->second.p);
+      (void)cudaGetLastError();
+      ep.peer_arrays.erase(it);
+    }
+  }
+}
+
 }  // namespace
 
 bool exchange(const rt::copy_region* c, std::size_t n, const int* devices, int nd) {
@@ -399,6 +427,7 @@ bool exchange(const rt::copy_region* c, std::size_t n, const int* devices, int n
   std::memset(&my, 0, sizeof my);
   my.host = host_hash();
   endpoint* ep = nullptr;
+  std::vector<std::pair<void*, std::uint64_t>> retired;  // this rank's dead exported blocks
   std::uint32_t seq = 0;
   int b = 0;
   if (mine >= 0) {
@@ -433,9 +462,10 @@ bool exchange(const rt::copy_region* c, std::size_t n, const int* devices, int n
         auto it = ep->exported.find(id);
         if (id != 0 && it == ep->exported.end()) {
           cudaIpcMemHandle_t h{};
-          if (cudaIpcGetMemHandle(&h, into->ptr) == cudaSuccess)
+          if (cudaIpcGetMemHandle(&h, into->ptr) == cudaSuccess) {
+            rt::mark_exported(into->ptr);  // freed only once no peer maps it (retired below)
             it = ep->exported.emplace(id, h).first;
-          else
+          } else
             (void)cudaGetLastError();
         }
         if (it != ep->exported.end()) {
@@ -467,6 +497,9 @@ bool exchange(const rt::copy_region* c, std::size_t n, const int* devices, int n
       my.generation = l.generation;
       my.memory = l.handle;
       my.flags = ep->flags_handle;
+      retired = rt::retired_blocks(mine, max_retired);
+      my.retired = static_cast<std::uint32_t>(retired.size());
+      for (std::size_t i = 0; i < retired.size(); ++i) my.retired_ids[i] = retired[i].second;
     } catch (const std::exception&) {
       (void)cudaGetLastError();
       my.status = 1;  // every rank then takes NCCL's path; nothing is queued yet
@@ -474,6 +507,9 @@ bool exchange(const rt::copy_region* c, std::size_t n, const int* devices, int n
   }
   dist::share_blocks(cards.data(), cards.size(), sizeof(card), owner.data(),
                      "the receive buffers of a copy between ranks (CUDA IPC)");
+  // The peers' dead arrays that this rank maps are closed now; their owners free them after the
+  // next collective, which every rank reaches only after this.
+  if (ep != nullptr) close_retired(*ep, mine, cards, me);
   for (int r : ranks) {
     const card& o = cards[static_cast<std::size_t>(r)];
     if (o.status != 0 || o.host != my.host) return false;
@@ -538,6 +574,10 @@ bool exchange(const rt::copy_region* c, std::size_t n, const int* devices, int n
     }
   }
   dist::allreduce(&failed, 1, dtype::i32, op::max, "opening the peers' receive buffers (CUDA IPC)");
+  for (const auto& [p, id] : retired) {
+    rt::free_retired(mine, p);
+    if (ep != nullptr) ep->exported.erase(id);
+  }
   if (failed != 0) return false;
 
   for (std::size_t i = 0; i < n; ++i) {

@@ -4,6 +4,7 @@
 #include <backend/process/mpi.hpp>
 #include <backend/runtime/state.hpp>
 
+#include <algorithm>
 #include <atomic>
 #include <cstdio>
 #include <cstring>
@@ -11,6 +12,7 @@
 #include <cstdlib>
 #include <string>
 #include <unordered_map>
+#include <unordered_set>
 #include <vector>
 
 #include <sys/mman.h>
@@ -91,6 +93,8 @@ struct allocation_ids {
   std::mutex m;
   std::unordered_map<const void*, std::uint64_t> of;
   std::uint64_t last = 0;
+  std::unordered_set<const void*> exported;
+  std::vector<std::pair<int, void*>> retired;  // (device, block), oldest first
 };
 allocation_ids& ids() {
   static auto* a = new allocation_ids;  // leaked: arrays may die at exit
@@ -121,7 +125,7 @@ void* allocate_gpu(int d, std::size_t bytes, memory kind) {
       // by a captured body is populated by its first replay.
       if (!capturing()) prefetch(p, bytes, d, static_cast<cudaStream_t>(stream(d)));
     } catch (...) {
-      (void)cudaFree(p);
+      free_gpu_block(d, p);
       throw;
     }
   }
@@ -140,6 +144,66 @@ void prefetch(const void* p, std::size_t bytes, int ordinal, cudaStream_t s) {
 #endif
 }
 #endif
+
+#if TESSERA_HAS_CUDA
+// Errors (e.g. the runtime already unloaded at exit) are dropped: there is nothing a destructor
+// could do about them.
+void free_gpu_block(int device_id, void* p) noexcept {
+  if (p == nullptr) return;
+  {
+    allocation_ids& a = ids();
+    std::lock_guard<std::mutex> lock(a.m);
+    if (a.exported.count(p)) {
+      a.retired.emplace_back(device_id, p);
+      return;
+    }
+    a.of.erase(p);
+  }
+  (void)cudaFree(p);
+  (void)cudaGetLastError();
+}
+#endif
+
+void mark_exported(const void* base) {
+#if TESSERA_HAS_CUDA
+  allocation_ids& a = ids();
+  std::lock_guard<std::mutex> lock(a.m);
+  a.exported.insert(base);
+#else
+  (void)base;
+#endif
+}
+
+std::vector<std::pair<void*, std::uint64_t>> retired_blocks(int device_id, std::size_t most) {
+  std::vector<std::pair<void*, std::uint64_t>> out;
+#if TESSERA_HAS_CUDA
+  allocation_ids& a = ids();
+  std::lock_guard<std::mutex> lock(a.m);
+  for (const auto& [d, p] : a.retired)
+    if (d == device_id && out.size() < most) out.emplace_back(p, a.of.count(p) ? a.of.at(p) : 0);
+#else
+  (void)device_id, (void)most;
+#endif
+  return out;
+}
+
+void free_retired(int device_id, void* p) noexcept {
+#if TESSERA_HAS_CUDA
+  {
+    allocation_ids& a = ids();
+    std::lock_guard<std::mutex> lock(a.m);
+    const auto it = std::find(a.retired.begin(), a.retired.end(), std::pair<int, void*>{device_id, p});
+    if (it == a.retired.end()) return;
+    a.retired.erase(it);
+    a.exported.erase(p);
+    a.of.erase(p);
+  }
+  (void)cudaFree(p);  // by address: no current device needed
+  (void)cudaGetLastError();
+#else
+  (void)device_id, (void)p;
+#endif
+}
 
 std::uint64_t allocation_id(const void* base) {
 #if TESSERA_HAS_CUDA
@@ -227,10 +291,8 @@ void deallocate(int device_id, void* p, std::size_t bytes, memory kind, bool hos
   if (is_gpu(get(), device_id)) {
     if (pool_give(device_id, p, pool_class(bytes), kind, host_touched)) return;
     // cudaFree waits for the device, which is what lets arrays die while kernels that read
-    // them are still queued. Errors (e.g. the runtime already unloaded at exit) are dropped:
-    // there is nothing a destructor could do about them.
-    (void)cudaFree(p);
-    (void)cudaGetLastError();
+    // them are still queued.
+    free_gpu_block(device_id, p);
     return;
   }
 #else

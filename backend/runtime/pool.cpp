@@ -127,8 +127,7 @@ void* pool_take(int device_id, std::size_t cls, memory kind) {
   } catch (...) {
     return_events(b);
     device_guard guard(device_id);
-    (void)cudaFree(b.p);
-    (void)cudaGetLastError();
+    free_gpu_block(device_id, b.p);
     throw;
   }
   return_events(b);
@@ -190,8 +189,7 @@ std::size_t pool_trim(int device_id) {
     // cudaFree waits for the device; the other devices' work on the block is what the events
     // say, so wait for them first.
     for (cudaEvent_t e : b.after) (void)cudaEventSynchronize(e);
-    (void)cudaFree(b.p);
-    (void)cudaGetLastError();
+    free_gpu_block(device_id, b.p);
     return_events(b);
   }
   return bytes;

@@ -75,6 +75,13 @@ void deallocate(int device_id, void* p, std::size_t bytes, memory kind, bool hos
 // 0 for anything else. Another process that mapped the block through CUDA IPC knows by it whether
 // its mapping still shows this block (backend/comm/ipc_exchange.cpp writes into such arrays).
 std::uint64_t allocation_id(const void* base);
+// The block at `base` (one with an allocation_id) may be mapped by other processes from now on: it
+// is never freed but retired (retired_blocks), until free_retired.
+void mark_exported(const void* base);
+// The retired blocks of a GPU of this process, with their ids (at most `most`, oldest first), and
+// the free of one of them, once no other process has it mapped.
+std::vector<std::pair<void*, std::uint64_t>> retired_blocks(int device_id, std::size_t most);
+void free_retired(int device_id, void* p) noexcept;
 // Bytes of freed GPU memory a device's cache holds.
 std::size_t pool_bytes(int device_id);
 

@@ -123,6 +123,10 @@ void prefetch(const void* p, std::size_t bytes, int ordinal, cudaStream_t s);
 void* pool_take(int device_id, std::size_t cls, memory kind);
 bool pool_give(int device_id, void* p, std::size_t cls, memory kind, bool host_touched) noexcept;
 void pool_mark_exact(int device_id, void* p);
+// cudaFree for a GPU block (memory.cpp), or, for a block another process may have mapped
+// (mark_exported), no free yet: the block waits in the device's retired list until every process
+// closed its mapping (freeing it before is undefined behaviour in CUDA IPC).
+void free_gpu_block(int device_id, void* p) noexcept;
 #endif
 // Host transfers of this rank's own devices only (transfer.cpp): what copy_to_host/copy_from_host
 // do in one process, without the broadcast between ranks; copy_between uses them.
