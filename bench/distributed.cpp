@@ -381,8 +381,8 @@ struct Bench : tb::platform {
     std::optional<double> dev_of_pair;
     if (base.count("peer_gbps") && mine.count("reshard_device_mem_gbps") && base.at("peer_gbps") > 0)
       dev_of_pair = mine.at("reshard_device_mem_gbps") / base.at("peer_gbps");
-    front.push_back({"(5) same, memory::device arrays", dev_of_pair, four ? 0.75 : 0, true, four ? ">= 0.75x" : "report",
-                     "written in place through CUDA IPC"});
+    front.push_back({"(5) same, memory::device arrays", dev_of_pair, four ? 0.75 : 0, true,
+                     four ? ">= 0.75x" : "report", "written in place through CUDA IPC"});
     rows.insert(rows.begin(), front.begin(), front.end());
     if (base.count("allreduce_ms") && base.count("raw_allreduce_ms"))
       say("\n1-process baseline: allreduce raw / Tessera %sx\n", fixed(base.at("raw_allreduce_ms") / base.at("allreduce_ms")).c_str());

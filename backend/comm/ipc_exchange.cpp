@@ -518,7 +518,8 @@ bool exchange(const rt::copy_region* c, std::size_t n, const int* devices, int n
   // Chunks let a destination copy into place behind the sources; where every destination is
   // written in place, one chunk.
   bool every_direct = true;
-  for (const piece& p : pieces) every_direct = every_direct && cards[static_cast<std::size_t>(rank_of(p.r->dst_device))].direct;
+  for (const piece& p : pieces)
+    every_direct = every_direct && cards[static_cast<std::size_t>(rank_of(p.r->dst_device))].direct != 0;
   const std::size_t k =
       every_direct ? 1 : std::clamp<std::size_t>((most + chunk_bytes() - 1) / chunk_bytes(), 1, max_chunks);
 
@@ -552,8 +553,8 @@ bool exchange(const rt::copy_region* c, std::size_t n, const int* devices, int n
             a.p = m;
           }
           a.used = seq;
-          target[i] = static_cast<unsigned char*>(a.p) +
-                      (static_cast<const unsigned char*>(p.r->dst) - static_cast<const unsigned char*>(p.r->dst_buf->ptr));
+          const auto* base = static_cast<const unsigned char*>(p.r->dst_buf->ptr);
+          target[i] = static_cast<unsigned char*>(a.p) + (static_cast<const unsigned char*>(p.r->dst) - base);
           continue;
         }
         endpoint::mapped& m = ep->peer_buffers[{q, b}];
