@@ -525,8 +525,9 @@ void read_results(const int* devices, std::size_t n, void* out, std::size_t byte
   refuse_while_capturing("a reduction to the host");
   auto* o = static_cast<char*>(out);
   std::vector<int> owner(n);
-  // Across processes every wait ends with a health check (synchronize_device): no signals there.
-  const bool signals = !dist::spans_processes();
+  // Across processes every wait ends with a health check, as synchronize_device's do: a wait may
+  // have ended because the watchdog aborted work that a failed peer would never serve.
+  const bool processes = dist::spans_processes();
   for (std::size_t i = 0; i < n; ++i) {
     owner[i] = info(devices[i]).rank;
     if (is_remote(devices[i])) continue;
@@ -536,14 +537,18 @@ void read_results(const int* devices, std::size_t n, void* out, std::size_t byte
     {
       std::lock_guard<std::mutex> lock(sl.m);
       // The host's view of `done`: just past the result, as allocate_slot placed it.
-      if (sl.armed && signals) {
+      if (sl.armed) {
         done = reinterpret_cast<const unsigned*>(static_cast<const char*>(sl.result.host) + result_slot_bytes);
         ticket = sl.ticket;
       }
       sl.armed = false;
     }
-    if (done) wait_signal(devices[i], done, ticket);
-    else synchronize_device(devices[i]);  // this device's stream only
+    if (done) {
+      wait_signal(devices[i], done, ticket);
+      if (processes) dist::check_healthy("a wait on a GPU");
+    } else {
+      synchronize_device(devices[i]);  // this device's stream only
+    }
     std::memcpy(o + i * bytes, mapped_result(devices[i]).host, bytes);
   }
   if (crosses_ranks(devices, n, "a reduction")) dist::share_blocks(out, n, bytes, owner.data(), "a reduction's partial results");
