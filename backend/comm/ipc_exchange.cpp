@@ -125,6 +125,13 @@ bool direct_setting() {
   return d;
 }
 
+// TESSERA_PEER_IPC_ENGINES=1: the sources push with the copy engines (cudaMemcpy2DAsync into the
+// mapped destination, one destination after another) instead of a kernel.
+bool engines() {
+  static const bool e = setting("TESSERA_PEER_IPC_ENGINES", 0) != 0;
+  return e;
+}
+
 bool even_chunks() {
   static const bool e = setting("TESSERA_PEER_IPC_EVEN", 0) != 0;
   return e;
@@ -615,6 +622,7 @@ bool exchange(const rt::copy_region* c, std::size_t n, const int* devices, int n
       }
       // The pieces' rows of chunk j, j = 0 .. k - 1, in that order (first[j]: chunk j's first).
       std::vector<cuda::gather_piece> g;
+      std::vector<int> dest_rank;  // of each of g
       std::vector<int> first{0};
       for (std::size_t j = 0; j < k; ++j) {
         for (std::size_t i = 0; i < pieces.size(); ++i) {
@@ -627,12 +635,27 @@ bool exchange(const rt::copy_region* c, std::size_t n, const int* devices, int n
           g.push_back({static_cast<const unsigned char*>(p.r->src) + a * p.pitch_src(),
                        static_cast<unsigned char*>(target[i]) + a * to_pitch, p.pitch_src(), to_pitch, p.r->width,
                        e2 - a});
+          dest_rank.push_back(rank_of(p.r->dst_device));
         }
         first.push_back(static_cast<int>(g.size()));
       }
       std::vector<std::uint32_t*> flags;
       for (int q : to) flags.push_back(ep->peer_flags.at(q)[me].sent[b]);
-      if (!signal_in_kernel() || to.empty() ||
+      if (engines()) {
+        // The copy engines, one destination after another from the next rank on: while every
+        // source keeps pace, each destination receives from one source at a time.
+        for (std::size_t j = 0; j < k; ++j)
+          for (int step = 1; step < P; ++step) {
+            const int q = (me + step) % P;
+            if (std::find(to.begin(), to.end(), q) == to.end()) continue;
+            for (int x = first[j]; x < first[j + 1]; ++x)
+              if (dest_rank[static_cast<std::size_t>(x)] == q)
+                rt::check_cuda(cudaMemcpy2DAsync(g[x].dst, g[x].dst_pitch, g[x].src, g[x].src_pitch, g[x].width,
+                                                 g[x].height, cudaMemcpyDeviceToDevice, st),
+                               "cudaMemcpy2DAsync (a piece to another rank)", mine);
+            write_flag(mine, st, ep->peer_flags.at(q)[me].sent[b] + j, seq);
+          }
+      } else if (!signal_in_kernel() || to.empty() ||
           !cuda::gather_rows_signalled(mine, st, g.data(), first.data(), static_cast<int>(k), flags.data(),
                                        static_cast<int>(flags.size()), seq, ep->counters, push_blocks())) {
         for (std::size_t j = 0; j < k; ++j) {
