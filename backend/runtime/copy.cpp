@@ -454,10 +454,15 @@ namespace {
 // on its device), on the GPU's copy stream: on the main stream they would run before the peer
 // copies queued there, one after the other, where the copy engines can run both at once. The copy
 // stream starts after the main stream's queued work; `join` makes the main stream's later work
-// wait for these copies, once the peer copies are queued on it.
+// wait for these copies, once the peer copies are queued on it. `engines_between`: the copies
+// between GPUs go by copy engines. A piece of managed memory is then copied by a kernel: copy
+// engines serialize copies of managed memory, so the diagonal block of a 2-GPU re-shard ran after
+// the peer copy instead of beside it (plain CUDA on 2 H200s, 8192^2 floats each: peer and diagonal
+// at once 1.031 ms with both on the engines, 0.740 ms with the diagonal by a kernel, 0.680 ms for
+// cudaMalloc memory either way; scripts of session 42, docs/performance.md).
 struct local_side_copies {
   std::vector<std::pair<int, cudaEvent_t>> done;
-  void issue(const std::vector<copy_region>& locals) {
+  void issue(const std::vector<copy_region>& locals, bool engines_between) {
     std::vector<int> devs;
     for (const auto& r : locals)
       if (std::find(devs.begin(), devs.end(), r.dst_device) == devs.end()) devs.push_back(r.dst_device);
@@ -471,11 +476,17 @@ struct local_side_copies {
       const cudaError_t w = e == cudaSuccess ? cudaStreamWaitEvent(side, ready, 0) : e;
       (void)cudaEventDestroy(ready);
       cuda_check(w, "cudaStreamWaitEvent (the copy stream after the main stream)", d);
-      for (const auto& r : locals)
-        if (r.dst_device == d)
-          cuda_check(cudaMemcpy2DAsync(r.dst, r.dst_pitch, r.src, r.src_pitch, r.width, r.height,
-                                       cudaMemcpyDeviceToDevice, side),
-                     "cudaMemcpy2DAsync", d);
+      for (const auto& r : locals) {
+        if (r.dst_device != d) continue;
+        const bool managed = (r.dst_buf && r.dst_buf->kind == memory::unified) ||
+                             (r.src_buf && r.src_buf->kind == memory::unified);
+        if (engines_between && managed &&
+            cuda::pitched_copy(d, side, r.dst, r.dst_pitch, r.src, r.src_pitch, r.width, r.height))
+          continue;
+        cuda_check(cudaMemcpy2DAsync(r.dst, r.dst_pitch, r.src, r.src_pitch, r.width, r.height,
+                                     cudaMemcpyDeviceToDevice, side),
+                   "cudaMemcpy2DAsync", d);
+      }
       cuda_check(cudaEventCreateWithFlags(&finished, cudaEventDisableTiming), "cudaEventCreateWithFlags", d);
       done.push_back({d, finished});
       cuda_check(cudaEventRecord(finished, side), "cudaEventRecord", d);
@@ -520,7 +531,7 @@ void copy_many(const copy_region* regions, std::size_t n, copy_ticket* ticket) {
     return;
   }
   local_side_copies side;
-  side.issue(locals);
+  side.issue(locals, peer_kernel_mode() <= 0 && !gathers_between_gpus(peers.data(), peers.size()));
   copy_peers(peers.data(), peers.size(), ticket);
   side.join();
 #else
