@@ -129,9 +129,9 @@ bool direct_setting() {
 // How a source pushes (TESSERA_PEER_IPC_ENGINES): 1 with the copy engines (cudaMemcpy2DAsync into
 // the mapped destination, one destination after another), 0 with a kernel; default (2): the copy
 // engines where every piece it pushes goes from a memory::device array into a destination's array
-// in place, where they ran at the link's speed (2 H200 ranks: 0.816x of one pair's bandwidth per
-// device against 0.78x for the kernel), a kernel otherwise (copy engines read managed memory
-// slowly: 0.680x against 0.711x into the receive buffers).
+// in place (4 H200 ranks: 0.860x of one pair's bandwidth per device against 0.814x for the kernel;
+// 2 ranks: 0.816x against 0.78x), a kernel otherwise (copy engines read managed memory slowly:
+// 0.680x against 0.711x into the receive buffers).
 int engines() {
   static const long e = setting("TESSERA_PEER_IPC_ENGINES", 2);
   return e == 0 || e == 1 ? static_cast<int>(e) : 2;
