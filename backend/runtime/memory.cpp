@@ -6,6 +6,8 @@
 
 #include <algorithm>
 #include <atomic>
+#include <bit>
+#include <cstdint>
 #include <cstdio>
 #include <cstring>
 #include <mutex>
@@ -450,22 +452,27 @@ void allocate_slot(reduce_slots& sl, int device_id) {
 
 // Waits for device_id's armed reduction: a spin on its done signal, with a look at the stream now
 // and then, so that a kernel that failed (or a stale ticket: the launch threw) ends the wait.
-void wait_signal(int device_id, const unsigned* done, unsigned ticket) {
+// Returns the 8-byte word at `done` (the ticket in its low half, a packed result in its high
+// half, as result_slot says), read in one load.
+std::uint64_t wait_signal(int device_id, const unsigned* done, unsigned ticket) {
+  static_assert(std::endian::native == std::endian::little, "the ticket is the low half of the signal word");
+  const std::atomic_ref<const std::uint64_t> seen(*reinterpret_cast<const std::uint64_t*>(done));
 #if TESSERA_HAS_CUDA
-  const std::atomic_ref<const unsigned> seen(*done);
   for (unsigned k = 1;; ++k) {
-    if (seen.load(std::memory_order_acquire) == ticket) return;
+    const std::uint64_t word = seen.load(std::memory_order_acquire);
+    if (static_cast<unsigned>(word) == ticket) return word;
     spin_pause();
     if (k % 1024 == 0) {
       const cudaError_t e = cudaStreamQuery(static_cast<cudaStream_t>(stream(device_id)));
       if (e == cudaErrorNotReady) continue;
       synchronize_device(device_id);  // done, or the stream's error, as every wait reports it
-      return;
+      return seen.load(std::memory_order_acquire);
     }
   }
 #else
-  (void)done, (void)ticket;
+  (void)ticket;
   synchronize_device(device_id);
+  return seen.load(std::memory_order_acquire);
 #endif
 }
 }  // namespace
@@ -544,8 +551,13 @@ void read_results(const int* devices, std::size_t n, void* out, std::size_t byte
       sl.armed = false;
     }
     if (done) {
-      wait_signal(devices[i], done, ticket);
+      const std::uint64_t word = wait_signal(devices[i], done, ticket);
       if (processes) dist::check_healthy("a wait on a GPU");
+      if (bytes <= packed_result_bytes) {  // the value came with the ticket
+        const auto value = static_cast<std::uint32_t>(word >> 32);
+        std::memcpy(o + i * bytes, &value, bytes);
+        continue;
+      }
     } else {
       synchronize_device(devices[i]);  // this device's stream only
     }

@@ -102,10 +102,13 @@ struct result_slot {
   void* host;    // where the host reads it (after waiting for the device's stream)
   void* device;  // where a kernel writes it
   // With armed_result: the kernel writes `ticket` to `done` (mapped too) once the result is there.
+  // A result of up to packed_result_bytes comes with it instead, in one 8-byte store at `done`:
+  // the ticket in the low 32 bits, the value's bytes in the high 32 (`host` is then not written).
   unsigned* done = nullptr;
   unsigned ticket = 0;
 };
 inline constexpr std::size_t result_slot_bytes = 64;
+inline constexpr std::size_t packed_result_bytes = 4;
 result_slot mapped_result(int device_id);
 // mapped_result, for a kernel that also signals `done`: read_results then waits for that signal
 // rather than for the whole stream (a spin on host memory, about a microsecond sooner than

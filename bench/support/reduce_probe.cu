@@ -16,6 +16,7 @@
 #include <cmath>
 #include <cstdio>
 #include <cstdlib>
+#include <string>
 #include <vector>
 
 #define CHECK(x)                                                                        \
@@ -290,12 +291,63 @@ void bulk_variant(setup& st, int per_sm, const char* name) {
   });
 }
 
-// The fixed cost: an empty kernel of one block that only signals.
+// The fixed cost: an empty kernel of one block that only signals. HOW: 0 the result, a system
+// fence, then the number (as Tessera); 1 the number stored with release semantics at system scope
+// (no separate fence); 2 result and number packed into one 8-byte store, no fence (the host reads
+// both in one load).
+template <int HOW>
 __global__ void signal_kernel(float* result, volatile unsigned* done, unsigned ticket) {
+  if (HOW == 2) {
+    if (done != nullptr) {
+      const unsigned long long v = (static_cast<unsigned long long>(ticket) << 32) | __float_as_uint(0.0f);
+      *reinterpret_cast<volatile unsigned long long*>(result) = v;
+    } else {
+      *result = 0;
+    }
+    return;
+  }
   *result = 0;
   if (done != nullptr) {
-    __threadfence_system();
-    *done = ticket;
+    if (HOW == 0) {
+      __threadfence_system();
+      *done = ticket;
+    } else {
+      asm volatile("st.release.sys.global.u32 [%0], %1;" ::"l"(done), "r"(ticket) : "memory");
+    }
+  }
+}
+
+// Host time per call of each signal, alternately, three rounds.
+void signals(setup& st) {
+  float* result_mapped = nullptr;
+  CHECK(cudaHostGetDevicePointer(reinterpret_cast<void**>(&result_mapped), st.result_host, 0));
+  unsigned* done_mapped = nullptr;
+  CHECK(cudaHostGetDevicePointer(reinterpret_cast<void**>(&done_mapped), st.done_host, 0));
+  unsigned ticket = 1000000;
+  for (int round = 0; round < 3; ++round) {
+    for (int how = 0; how < 3; ++how) {
+      std::vector<double> t(2000);
+      for (auto& ti : t) {
+        const unsigned want = ++ticket;
+        const double a = now();
+        if (how == 0) signal_kernel<0><<<1, 32, 0, st.s>>>(result_mapped, done_mapped, want);
+        if (how == 1) signal_kernel<1><<<1, 32, 0, st.s>>>(result_mapped, done_mapped, want);
+        if (how == 2) signal_kernel<2><<<1, 32, 0, st.s>>>(result_mapped, done_mapped, want);
+        if (how < 2) {
+          while (*(volatile unsigned*)st.done_host != want) {
+          }
+        } else {
+          while ((*(volatile unsigned long long*)st.result_host >> 32) != want) {
+          }
+        }
+        ti = now() - a;
+      }
+      CHECK(cudaGetLastError());
+      std::sort(t.begin(), t.end());
+      std::printf("signal %d (%s): host median %6.2f us, best %6.2f, 90%% %6.2f\n", how,
+                  how == 0 ? "fence + store" : how == 1 ? "st.release.sys" : "packed 8-byte store",
+                  t[t.size() / 2] * 1e6, t[0] * 1e6, t[t.size() * 9 / 10] * 1e6);
+    }
   }
 }
 
@@ -323,6 +375,10 @@ int main(int argc, char** argv) {
   cudaDeviceProp prop{};
   CHECK(cudaGetDeviceProperties(&prop, dev));
   std::printf("%s, %d SMs, n = %lld floats (%.1f MB)\n", prop.name, st.sms, st.n, st.n * 4 / 1e6);
+  if (argc > 2 && std::string(argv[2]) == "signal") {
+    signals(st);
+    return 0;
+  }
 
   // CUB: DeviceReduce::Sum, float accumulator, into device memory; GPU time; and with a copy to the host
   {
@@ -385,7 +441,7 @@ int main(int argc, char** argv) {
     const double keep = st.expect;
     st.expect = 0;
     measure<float>(st, 1, "empty kernel that signals (launch + signal)", [&](float* result, unsigned* done, unsigned t) {
-      signal_kernel<<<1, 32, 0, st.s>>>(result, done, t);
+      signal_kernel<0><<<1, 32, 0, st.s>>>(result, done, t);
     });
     st.expect = keep;
   }
