@@ -166,12 +166,16 @@ __global__ void __launch_bounds__(reduce_threads) full_reduce_kernel(const Task 
   acc = block_fold<Acc>(acc, t.op, smem);
   if (threadIdx.x == 0) {
     t.partials[blockIdx.x] = acc;
-    __threadfence();  // the partial is visible before the count says so
-    last = atomicAdd(t.counter, 1u) == gridDim.x - 1;
+    // One acquire-release count: it publishes this block's partial (release) and, in the last
+    // block, makes every earlier block's partial visible (acquire: the counts form one release
+    // sequence), where two device-wide fences stood on the last block's path (the 30M-float sum
+    // to the host on an H200, alternately: 38.3 -> 37.0 us).
+    unsigned before = 0;
+    asm volatile("atom.acq_rel.gpu.global.add.u32 %0, [%1], 1;" : "=r"(before) : "l"(t.counter) : "memory");
+    last = before == gridDim.x - 1;
   }
-  __syncthreads();
+  __syncthreads();  // orders the block's reads of the partials after thread 0's acquire
   if (!last) return;
-  __threadfence();
   acc = t.init;
   // Written by other blocks: read past L1.
   // Several loads in flight before the first is folded: each is a round trip to L2.

@@ -6,7 +6,10 @@
 // accumulator per thread or one per load in flight, and several grid sizes. Prints the GPU time
 // per call (CUDA events around 200 back-to-back calls) and, for the one-kernel variants, the host
 // time per call of a result the host waits for (the last block writes it into mapped memory and
-// then a sequence number the host spins on, as Tessera's sum to host does).
+// then a sequence number the host spins on, as Tessera's sum to host does). Also: variants that
+// read through bulk copies (the TMA engine) into shared memory, and an empty kernel that only
+// signals (the fixed cost). `reduce_probe N signal` instead compares three ways to signal the host
+// (fence + store, a release store, the value packed with the number in one 8-byte store).
 // Built and run by `bash scripts/gpu_check.sh reduce_probe` (nvcc ... -lcuda), not by CMake.
 #include <cub/device/device_reduce.cuh>
 #include <cuda_runtime.h>
