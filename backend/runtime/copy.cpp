@@ -200,10 +200,10 @@ void push_peers(const copy_region* c, std::size_t n, bool scatter) {
 // exchange between two GPUs would cost two copies and four cross-device waits instead of one and
 // two). With a ticket (start_copies) the copies go on the destinations' copy streams, which also
 // wait for the destinations' own queued work, and the final waits are left to finish_copies.
-void copy_peers(const copy_region* c, std::size_t n, copy_ticket* ticket) {
+// `gather`: gathers_between_gpus(c, n), which the caller has computed.
+void copy_peers(const copy_region* c, std::size_t n, copy_ticket* ticket, bool gather) {
   if (capture_links_devices()) return;  // an independent capture: recorded again, jointly
   const bool captured = capturing();
-  const bool gather = !captured && gathers_between_gpus(c, n);
   const int push = peer_push_mode();
   if (!captured && ticket == nullptr && (push == 1 || (push < 0 && gather))) {
     // A pushed kernel copy needs the source's access to the destination, a pulled one the reverse.
@@ -360,7 +360,7 @@ void copy_local(int dst_device, void* dst, std::size_t dst_pitch, int src_device
     return;
   }
   const copy_region one{dst_device, dst, dst_pitch, src_device, src, src_pitch, width, height};
-  copy_peers(&one, 1, nullptr);
+  copy_peers(&one, 1, nullptr, gathers_between_gpus(&one, 1));
 #endif
 }
 
@@ -531,8 +531,9 @@ void copy_many(const copy_region* regions, std::size_t n, copy_ticket* ticket) {
     return;
   }
   local_side_copies side;
-  side.issue(locals, peer_kernel_mode() <= 0 && !gathers_between_gpus(peers.data(), peers.size()));
-  copy_peers(peers.data(), peers.size(), ticket);
+  const bool gather = gathers_between_gpus(peers.data(), peers.size());
+  side.issue(locals, peer_kernel_mode() <= 0 && !gather);
+  copy_peers(peers.data(), peers.size(), ticket, gather);
   side.join();
 #else
   (void)ticket;

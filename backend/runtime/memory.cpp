@@ -181,8 +181,11 @@ std::vector<std::pair<void*, std::uint64_t>> retired_blocks(int device_id, std::
 #if TESSERA_HAS_CUDA
   allocation_ids& a = ids();
   std::lock_guard<std::mutex> lock(a.m);
-  for (const auto& [d, p] : a.retired)
-    if (d == device_id && out.size() < most) out.emplace_back(p, a.of.count(p) ? a.of.at(p) : 0);
+  for (const auto& [d, p] : a.retired) {
+    if (d != device_id || out.size() >= most) continue;
+    const auto it = a.of.find(p);
+    out.emplace_back(p, it == a.of.end() ? 0 : it->second);
+  }
 #else
   (void)device_id, (void)most;
 #endif
