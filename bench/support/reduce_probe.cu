@@ -9,7 +9,10 @@
 // then a sequence number the host spins on, as Tessera's sum to host does). Also: variants that
 // read through bulk copies (the TMA engine) into shared memory, and an empty kernel that only
 // signals (the fixed cost). `reduce_probe N signal` instead compares three ways to signal the host
-// (fence + store, a release store, the value packed with the number in one 8-byte store).
+// (fence + store, a release store, the value packed with the number in one 8-byte store), and
+// `reduce_probe N dyn` Tessera's grid-stride kernel against a deterministic dynamic schedule (chunks
+// handed out by an atomic counter), each with a timeline of its blocks' starts and ends (the GPU's
+// global timer): where a kernel's time goes between its first block's start and the host's result.
 // Built and run by `bash scripts/gpu_check.sh reduce_probe` (nvcc ... -lcuda), not by CMake.
 #include <cub/device/device_reduce.cuh>
 #include <cuda_runtime.h>
@@ -33,11 +36,17 @@
 
 constexpr int threads = 256;
 
+__device__ __forceinline__ unsigned long long global_ns() {
+  unsigned long long t;
+  asm volatile("mov.u64 %0, %globaltimer;" : "=l"(t));
+  return t;
+}
+
 // Every block's end: fold the block's sums into its partial; the last block to finish folds the
 // partials into the result and signals the host when asked.
 template <class Acc>
 __device__ void finish_block(Acc s, Acc* partials, unsigned* counter, Acc* result, volatile unsigned* done,
-                             unsigned ticket) {
+                             unsigned ticket, unsigned long long* stamps = nullptr) {
   __shared__ Acc smem[threads / 32];
   __shared__ bool last;
   // block fold: warp shuffles, then the warps' sums
@@ -68,6 +77,7 @@ __device__ void finish_block(Acc s, Acc* partials, unsigned* counter, Acc* resul
       __threadfence_system();
       *done = ticket;
     }
+    if (stamps != nullptr) stamps[2 * gridDim.x] = global_ns();  // the result's time
   }
 }
 
@@ -77,7 +87,9 @@ __device__ void finish_block(Acc s, Acc* partials, unsigned* counter, Acc* resul
 template <class Acc, int U, bool SPLIT, bool EVEN>
 __global__ void __launch_bounds__(threads) reduce_kernel(const float4* __restrict__ x, long long nvec, const float* tail,
                                                          int ntail, Acc* partials, unsigned* counter, Acc* result,
-                                                         volatile unsigned* done, unsigned ticket) {
+                                                         volatile unsigned* done, unsigned ticket,
+                                                         unsigned long long* stamps) {
+  if (stamps != nullptr && threadIdx.x == 0) stamps[2 * blockIdx.x] = global_ns();
   Acc acc[SPLIT ? U : 1] = {};
   long long begin = blockIdx.x * (long long)threads + threadIdx.x, end = nvec, stride = (long long)gridDim.x * threads;
   if (EVEN) {
@@ -108,7 +120,8 @@ __global__ void __launch_bounds__(threads) reduce_kernel(const float4* __restric
 #pragma unroll
   for (int u = 0; u < (SPLIT ? U : 1); ++u) s += acc[u];
   if (blockIdx.x == 0 && threadIdx.x < ntail) s += Acc(tail[threadIdx.x]);
-  finish_block<Acc>(s, partials, counter, result, done, ticket);
+  if (stamps != nullptr && threadIdx.x == 0) stamps[2 * blockIdx.x + 1] = global_ns();
+  finish_block<Acc>(s, partials, counter, result, done, ticket, stamps);
 }
 
 static double now() { return std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch()).count(); }
@@ -182,7 +195,207 @@ void variant(setup& st, int per_sm, const char* name) {
   Acc* partials = static_cast<Acc*>(st.scratch);
   measure<Acc>(st, blocks, name, [&](Acc* result, unsigned* done, unsigned ticket) {
     k<<<blocks, threads, 0, st.s>>>(reinterpret_cast<const float4*>(st.x), nvec, tail, ntail, partials, st.counter, result,
-                                     done, ticket);
+                                     done, ticket, nullptr);
+  });
+}
+
+// -- a deterministic dynamic schedule --------------------------------------------------------------
+// Chunks of CH float4 handed out by an atomic counter (each block starts at chunk blockIdx.x and
+// fetches its next while it loads), so fast SMs take more and all finish together. Each chunk's sum
+// lands in its own slot in a fixed order, so the result does not depend on which block took which
+// chunk: warp 0 of the block that completes a group of G chunks folds the group, and the one that
+// completes the last group folds the groups and signals.
+struct dyn_scratch {
+  float* cpart;          // one per chunk
+  float* gpart;          // one per group
+  unsigned* gcount;      // chunks done per group (zero between calls)
+  unsigned* next;        // chunks handed out beyond the first gridDim.x (zero between calls)
+  unsigned* groups_done; // (zero between calls)
+};
+
+__device__ __forceinline__ unsigned add_acq_rel(unsigned* p, unsigned v) {
+  unsigned old;
+  asm volatile("atom.acq_rel.gpu.global.add.u32 %0, [%1], %2;" : "=r"(old) : "l"(p), "r"(v) : "memory");
+  return old;
+}
+
+// The warp's sum of p[0 .. n), lane k taking k, k + 32, ... (a fixed order), read past L1.
+__device__ __forceinline__ float warp_sum(const float* p, unsigned n) {
+  const unsigned lane = threadIdx.x % 32;
+  float r = 0;
+#pragma unroll 8
+  for (unsigned k = lane; k < n; k += 32) r += __ldcg(p + k);
+  for (int o = 16; o > 0; o /= 2) r += __shfl_down_sync(0xffffffffu, r, o);
+  return r;
+}
+
+template <int CH, int G>
+__global__ void __launch_bounds__(threads) dyn_kernel(const float4* __restrict__ x, long long nvec, const float* tail,
+                                                      int ntail, dyn_scratch d, float* result, volatile unsigned* done,
+                                                      unsigned ticket, unsigned long long* stamps) {
+  constexpr int U = CH / threads;
+  static_assert(U * threads == CH, "CH: a multiple of the block");
+  __shared__ float wsum[2][threads / 32];
+  __shared__ long long nxt[2];
+  if (stamps != nullptr && threadIdx.x == 0) stamps[2 * blockIdx.x] = global_ns();
+  const long long nchunks = (nvec + CH - 1) / CH;
+  const unsigned ngroups = unsigned((nchunks + G - 1) / G);
+  const unsigned lane = threadIdx.x % 32, warp = threadIdx.x / 32;
+  int parity = 0;
+  for (long long c = blockIdx.x; c < nchunks; parity ^= 1) {
+    unsigned ticket_next = 0;
+    if (threadIdx.x == 0) ticket_next = atomicAdd(d.next, 1u);
+    float4 v[U];
+    const long long base = c * CH + threadIdx.x;
+#pragma unroll
+    for (int u = 0; u < U; ++u) {
+      const long long i = base + u * threads;
+      v[u] = i < nvec ? x[i] : make_float4(0, 0, 0, 0);
+    }
+    float a = 0;
+#pragma unroll
+    for (int u = 0; u < U; ++u) {
+      a += v[u].x;
+      a += v[u].y;
+      a += v[u].z;
+      a += v[u].w;
+    }
+    if (c == 0 && threadIdx.x < ntail) a += tail[threadIdx.x];
+    for (int o = 16; o > 0; o /= 2) a += __shfl_down_sync(0xffffffffu, a, o);
+    if (lane == 0) wsum[parity][warp] = a;
+    if (threadIdx.x == 0) nxt[parity] = static_cast<long long>(ticket_next) + gridDim.x;
+    __syncthreads();
+    if (warp == 0) {
+      float s = lane < threads / 32 ? wsum[parity][lane] : 0.0f;
+      for (int o = 4; o > 0; o /= 2) s += __shfl_down_sync(0xffffffffu, s, o);
+      const unsigned g = unsigned(c / G);
+      const unsigned members = unsigned(nchunks - (long long)g * G < G ? nchunks - (long long)g * G : G);
+      unsigned last = 0;
+      if (lane == 0) {
+        d.cpart[c] = s;
+        last = add_acq_rel(d.gcount + g, 1u) == members - 1;
+      }
+      last = __shfl_sync(0xffffffffu, last, 0);
+      __syncwarp();
+      if (last) {
+        const float gs = warp_sum(d.cpart + (long long)g * G, members);
+        unsigned all = 0;
+        if (lane == 0) {
+          d.gpart[g] = gs;
+          d.gcount[g] = 0;
+          all = add_acq_rel(d.groups_done, 1u) == ngroups - 1;
+        }
+        all = __shfl_sync(0xffffffffu, all, 0);
+        __syncwarp();
+        if (all) {
+          const float r = warp_sum(d.gpart, ngroups);
+          if (lane == 0) {
+            *d.next = 0;
+            *d.groups_done = 0;
+            *result = r;  // signalled as the other kernels here do (measure() spins on `done`)
+            if (done != nullptr) {
+              __threadfence_system();
+              *done = ticket;
+            }
+            if (stamps != nullptr) stamps[2 * gridDim.x] = global_ns();
+          }
+        }
+      }
+    }
+    c = nxt[parity];
+  }
+  if (stamps != nullptr && threadIdx.x == 0) stamps[2 * blockIdx.x + 1] = global_ns();
+}
+
+// Where a kernel's time goes: one more call with each block's start and end stamped (global timer),
+// as percentiles from the first start.
+template <class Launch>
+void timeline(setup& st, int blocks, const char* name, Launch launch) {
+  unsigned long long* stamps = nullptr;
+  CHECK(cudaMalloc(&stamps, sizeof(unsigned long long) * (2 * blocks + 1)));
+  std::vector<unsigned long long> h(2 * blocks + 1);
+  for (int rep = 0; rep < 3; ++rep) {
+    launch(stamps);
+    CHECK(cudaStreamSynchronize(st.s));
+    CHECK(cudaMemcpy(h.data(), stamps, h.size() * sizeof(h[0]), cudaMemcpyDeviceToHost));
+    std::vector<double> s(blocks), e(blocks);
+    unsigned long long t0 = ~0ull;
+    for (int b = 0; b < blocks; ++b) t0 = std::min(t0, h[2 * b]);
+    for (int b = 0; b < blocks; ++b) {
+      s[b] = (h[2 * b] - t0) * 1e-3;
+      e[b] = (h[2 * b + 1] - t0) * 1e-3;
+    }
+    std::sort(s.begin(), s.end());
+    std::sort(e.begin(), e.end());
+    auto q = [&](std::vector<double>& v, double f) {
+      return v[std::min<std::size_t>(v.size() - 1, std::size_t(f * v.size()))];
+    };
+    std::printf("  timeline %-32s us from first start: starts 50%% %5.2f 100%% %5.2f | ends 0%% %5.2f 10%% %5.2f "
+                "50%% %5.2f 90%% %5.2f 99%% %5.2f 100%% %5.2f | result %5.2f\n",
+                name, q(s, 0.5), s.back(), e[0], q(e, 0.1), q(e, 0.5), q(e, 0.9), q(e, 0.99), e.back(),
+                (h[2 * blocks] - t0) * 1e-3);
+  }
+  CHECK(cudaFree(stamps));
+}
+
+template <int CH, int G>
+void dyn_variant(setup& st, int per_sm, const char* name) {
+  auto* k = &dyn_kernel<CH, G>;
+  const int blocks = st.sms * per_sm;
+  const long long nvec = st.n / 4;
+  const int ntail = int(st.n - nvec * 4);
+  const float* tail = st.x + nvec * 4;
+  const long long nchunks = (nvec + CH - 1) / CH;
+  const long long ngroups = (nchunks + G - 1) / G;
+  static char* zeroed = nullptr;  // counters, zero between calls
+  if (zeroed == nullptr) {
+    CHECK(cudaMalloc(&zeroed, 1 << 20));
+    CHECK(cudaMemset(zeroed, 0, 1 << 20));
+  }
+  dyn_scratch d{};
+  d.cpart = static_cast<float*>(st.scratch);
+  d.gpart = d.cpart + nchunks;
+  d.next = reinterpret_cast<unsigned*>(zeroed);
+  d.groups_done = d.next + 1;
+  d.gcount = d.next + 32;
+  if ((nchunks + ngroups) * 4 > (1 << 20) || (ngroups + 32) * 4 > (1 << 20)) {
+    std::printf("%-44s skipped: too many chunks\n", name);
+    return;
+  }
+  measure<float>(st, blocks, name, [&](float* result, unsigned* done, unsigned ticket) {
+    k<<<blocks, threads, 0, st.s>>>(reinterpret_cast<const float4*>(st.x), nvec, tail, ntail, d, result, done, ticket,
+                                     nullptr);
+  });
+  float* result_dev = static_cast<float*>(st.scratch) + (1 << 18) - 1;
+  // the same bits every call, whichever block took which chunk
+  float first = 0;
+  int differ = 0;
+  for (int i = 0; i < 50; ++i) {
+    k<<<blocks, threads, 0, st.s>>>(reinterpret_cast<const float4*>(st.x), nvec, tail, ntail, d, result_dev, nullptr,
+                                     0u, nullptr);
+    float r = 0;
+    CHECK(cudaMemcpyAsync(&r, result_dev, sizeof r, cudaMemcpyDeviceToHost, st.s));
+    CHECK(cudaStreamSynchronize(st.s));
+    if (i == 0) first = r;
+    differ += r != first;
+  }
+  std::printf("  %s: %d of 50 calls differ from the first (%.9g)\n", name, differ, first);
+  timeline(st, blocks, name, [&](unsigned long long* stamps) {
+    k<<<blocks, threads, 0, st.s>>>(reinterpret_cast<const float4*>(st.x), nvec, tail, ntail, d, result_dev, nullptr,
+                                     0u, stamps);
+  });
+}
+
+// The grid-stride kernel Tessera uses (2 loads per thread, 8 blocks per SM), timed and stamped.
+void stride_timeline(setup& st) {
+  variant<float, 2, false, false>(st, 8, "float U2 chain stride (Tessera since s43)");
+  const int blocks = st.sms * 8;
+  const long long nvec = st.n / 4;
+  float* partials = static_cast<float*>(st.scratch);
+  timeline(st, blocks, "float U2 chain stride", [&](unsigned long long* stamps) {
+    reduce_kernel<float, 2, false, false><<<blocks, threads, 0, st.s>>>(
+        reinterpret_cast<const float4*>(st.x), nvec, st.x + nvec * 4, int(st.n - nvec * 4), partials, st.counter,
+        partials + blocks, nullptr, 0u, stamps);
   });
 }
 
@@ -358,6 +571,18 @@ int main(int argc, char** argv) {
   std::printf("%s, %d SMs, n = %lld floats (%.1f MB)\n", prop.name, st.sms, st.n, st.n * 4 / 1e6);
   if (argc > 2 && std::string(argv[2]) == "signal") {
     signals(st);
+    return 0;
+  }
+  if (argc > 2 && std::string(argv[2]) == "dyn") {
+    for (int round = 0; round < 2; ++round) {
+      stride_timeline(st);
+      dyn_variant<512, 64>(st, 8, "dyn 8 KiB chunks, 8/SM");
+      dyn_variant<1024, 64>(st, 8, "dyn 16 KiB chunks, 8/SM");
+      dyn_variant<1024, 64>(st, 4, "dyn 16 KiB chunks, 4/SM");
+      dyn_variant<2048, 64>(st, 4, "dyn 32 KiB chunks, 4/SM");
+      dyn_variant<2048, 64>(st, 8, "dyn 32 KiB chunks, 8/SM");
+      dyn_variant<512, 32>(st, 8, "dyn 8 KiB chunks, 8/SM, groups of 32");
+    }
     return 0;
   }
 
