@@ -613,6 +613,16 @@ bool exchange(const rt::copy_region* c, std::size_t n, const int* devices, int n
       watch->mark(false);
       // The side stream starts behind the main stream's work so far (the regions' last users).
       follow(mine, side, st);
+      // The pieces within this GPU first, on the side stream, beside the push: behind the copies
+      // into place they ran once the last chunk had landed, after the whole transfer (2 H200
+      // ranks, 16384^2 floats: 0.821x of a pair's bandwidth per device in place, 0.710x through
+      // the receive buffers).
+      for (std::size_t i = 0; i < n; ++i) {
+        const rt::copy_region& r = c[i];
+        if (r.width == 0 || r.height == 0 || r.src_device != r.dst_device || r.dst_device != mine) continue;
+        copy_rows(mine, side, r.dst, r.dst_pitch, r.src, r.src_pitch, r.width, r.height,
+                  "cudaMemcpy2DAsync (a piece within a GPU)");
+      }
       // Written in place, this rank lets its sources start once its GPU has reached this call.
       if (direct)
         for (int q : from) write_flag(mine, st, &ep->peer_flags.at(q)[me].open, seq);
@@ -711,13 +721,14 @@ bool exchange(const rt::copy_region* c, std::size_t n, const int* devices, int n
       for (int q : ranks)
         if (q != me) write_flag(mine, side, &ep->peer_flags.at(q)[me].freed[b], seq);
     }
-    // The pieces within one GPU of this rank: beside the transfers on this rank's GPU of the
-    // batch, in stream order on another.
+    // The pieces within another GPU of this rank (not one of the batch's): in stream order there.
     for (std::size_t i = 0; i < n; ++i) {
       const rt::copy_region& r = c[i];
-      if (r.width == 0 || r.height == 0 || r.src_device != r.dst_device || rt::is_remote(r.dst_device)) continue;
-      copy_rows(r.dst_device, r.dst_device == mine ? side_of(mine) : main_of(r.dst_device), r.dst, r.dst_pitch, r.src,
-                r.src_pitch, r.width, r.height, "cudaMemcpy2DAsync (a piece within a GPU)");
+      if (r.width == 0 || r.height == 0 || r.src_device != r.dst_device || rt::is_remote(r.dst_device) ||
+          r.dst_device == mine)
+        continue;
+      copy_rows(r.dst_device, main_of(r.dst_device), r.dst, r.dst_pitch, r.src, r.src_pitch, r.width, r.height,
+                "cudaMemcpy2DAsync (a piece within a GPU)");
     }
   } catch (...) {
     queue_failed = 1;
