@@ -27,12 +27,14 @@ inline void follow(int device, cudaStream_t waiter, cudaStream_t after) {
 }
 
 // Rows on one GPU: a kernel (HBM speed; a pitched copy-engine copy within a GPU is much slower), or
-// cudaMemcpy2DAsync where the sizes are not multiples of 4 bytes.
+// cudaMemcpy2DAsync where the sizes are not multiples of 4 bytes. `blocks_per_sm`: the kernel's
+// grid (cuda::pitched_copy).
 inline void copy_rows(int device, cudaStream_t st, void* dst, std::size_t dst_pitch, const void* src,
-                      std::size_t src_pitch, std::size_t width, std::size_t height, const char* what) {
+                      std::size_t src_pitch, std::size_t width, std::size_t height, const char* what,
+                      int blocks_per_sm = 16) {
   if (width == 0 || height == 0) return;
   rt::set_device(device);
-  if (cuda::pitched_copy(device, st, dst, dst_pitch, src, src_pitch, width, height)) return;
+  if (cuda::pitched_copy(device, st, dst, dst_pitch, src, src_pitch, width, height, blocks_per_sm)) return;
   rt::check_cuda(cudaMemcpy2DAsync(dst, dst_pitch, src, src_pitch, width, height, cudaMemcpyDeviceToDevice, st), what,
                  device);
 }

@@ -44,7 +44,7 @@
 //   4. one small collective: every rank has queued its part, or every rank releases its waits and
 //      throws.
 // TESSERA_PEER_IPC=0 leaves such batches to NCCL; TESSERA_PEER_IPC_CHUNK_MB (default 64) sets the
-// mean bytes per source per chunk (at most 16 chunks), TESSERA_PEER_IPC_EVEN=1 equal chunks,
+// mean bytes per source per chunk (at most 16 chunks), TESSERA_PEER_IPC_EVEN=0 shrinking chunks,
 // TESSERA_PEER_IPC_BLOCKS the pushing kernel's blocks per SM, TESSERA_PEER_IPC_SIGNAL=0 one pushing
 // kernel per chunk, TESSERA_PEER_IPC_WAIT_ALL=1 a chunk into place once every source's part landed.
 #include <backend/comm/comm.hpp>
@@ -137,8 +137,11 @@ int engines() {
   return e == 0 || e == 1 ? static_cast<int>(e) : 2;
 }
 
+// Equal chunks (TESSERA_PEER_IPC_EVEN, default 1), or chunks that shrink linearly (0). Equal ones
+// were faster on 2 H200 ranks (0.821x of a pair's bandwidth per device against 0.802x) and on 4
+// (0.692x against 0.683x-0.687x, session 41).
 bool even_chunks() {
-  static const bool e = setting("TESSERA_PEER_IPC_EVEN", 0) != 0;
+  static const bool e = setting("TESSERA_PEER_IPC_EVEN", 1) != 0;
   return e;
 }
 
@@ -269,9 +272,9 @@ std::uint64_t host_hash() {
 struct piece {
   const rt::copy_region* r;
   std::size_t rows, offset;
-  // Chunk j of k starts here. Chunks shrink linearly (weights k, k - 1, ..., 1): the copy into
-  // place of the last chunk is the part that nothing overlaps, so it is the smallest
-  // (TESSERA_PEER_IPC_EVEN=1: equal chunks).
+  // Chunk j of k starts here: equal chunks, or (TESSERA_PEER_IPC_EVEN=0) chunks that shrink
+  // linearly (weights k, k - 1, ..., 1), so that the copy into place of the last chunk, the part
+  // that nothing overlaps, is the smallest.
   std::size_t begin(std::size_t j, std::size_t k) const {
     if (even_chunks()) return rows * j / k;
     const std::size_t w = j * k - j * (j - 1) / 2, all = k * (k + 1) / 2;
@@ -616,12 +619,15 @@ bool exchange(const rt::copy_region* c, std::size_t n, const int* devices, int n
       // The pieces within this GPU first, on the side stream, beside the push: behind the copies
       // into place they ran once the last chunk had landed, after the whole transfer (2 H200
       // ranks, 16384^2 floats: 0.821x of a pair's bandwidth per device in place, 0.710x through
-      // the receive buffers).
+      // the receive buffers). Their kernel reaches the SMs first, so it takes only the room the
+      // pushing kernel leaves (8 blocks of 256 threads fill an SM): at its usual 16 blocks per SM
+      // the push could start only once all of them had (0.1 ms later of 0.93 ms per call).
+      const int beside = std::max(1, 8 - push_blocks());
       for (std::size_t i = 0; i < n; ++i) {
         const rt::copy_region& r = c[i];
         if (r.width == 0 || r.height == 0 || r.src_device != r.dst_device || r.dst_device != mine) continue;
         copy_rows(mine, side, r.dst, r.dst_pitch, r.src, r.src_pitch, r.width, r.height,
-                  "cudaMemcpy2DAsync (a piece within a GPU)");
+                  "cudaMemcpy2DAsync (a piece within a GPU)", beside);
       }
       // Written in place, this rank lets its sources start once its GPU has reached this call.
       if (direct)

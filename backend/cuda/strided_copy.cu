@@ -81,12 +81,13 @@ __global__ void __launch_bounds__(256) pitched_copy_kernel(const PitchedTask<Byt
 
 template <int Bytes>
 void pitched_as(int device, void* stream, void* dst, std::size_t dst_pitch, const void* src, std::size_t src_pitch,
-                std::size_t width, std::size_t height) {
+                std::size_t width, std::size_t height, int blocks_per_sm) {
   const PitchedTask<Bytes> t{static_cast<const element<Bytes>*>(src), static_cast<element<Bytes>*>(dst),
                              static_cast<std::int64_t>(width / Bytes), static_cast<std::int64_t>(height),
                              static_cast<std::int64_t>(src_pitch / Bytes), static_cast<std::int64_t>(dst_pitch / Bytes)};
-  // About 16 blocks per SM in all: along the row as far as it is long, the rest over the rows.
-  const index_t cap = sm_count(device) * 16;
+  // About blocks_per_sm (default 16) blocks per SM in all: along the row as far as it is long, the
+  // rest over the rows.
+  const index_t cap = sm_count(device) * (blocks_per_sm > 0 ? blocks_per_sm : 16);
   const index_t along = (t.width + 255) / 256;
   const index_t x = along < cap ? along : cap;
   index_t y = cap / x;
@@ -315,15 +316,15 @@ void gather_rows(int device, void* stream, const gather_piece* pieces, int n, in
 }
 
 bool pitched_copy(int device, void* stream, void* dst, std::size_t dst_pitch, const void* src, std::size_t src_pitch,
-                  std::size_t width, std::size_t height) {
+                  std::size_t width, std::size_t height, int blocks_per_sm) {
   if (width == 0 || height == 0) return true;
   const auto all = [&](std::size_t b) {
     return width % b == 0 && dst_pitch % b == 0 && src_pitch % b == 0 && reinterpret_cast<std::uintptr_t>(dst) % b == 0 &&
            reinterpret_cast<std::uintptr_t>(src) % b == 0;
   };
-  if (all(16)) pitched_as<16>(device, stream, dst, dst_pitch, src, src_pitch, width, height);
-  else if (all(8)) pitched_as<8>(device, stream, dst, dst_pitch, src, src_pitch, width, height);
-  else if (all(4)) pitched_as<4>(device, stream, dst, dst_pitch, src, src_pitch, width, height);
+  if (all(16)) pitched_as<16>(device, stream, dst, dst_pitch, src, src_pitch, width, height, blocks_per_sm);
+  else if (all(8)) pitched_as<8>(device, stream, dst, dst_pitch, src, src_pitch, width, height, blocks_per_sm);
+  else if (all(4)) pitched_as<4>(device, stream, dst, dst_pitch, src, src_pitch, width, height, blocks_per_sm);
   else return false;
   return true;
 }

@@ -17,9 +17,10 @@ void strided_copy(int device, const void* src, const std::int64_t* src_st, void*
 // `device`, queued on `stream` (a cudaStream_t of that device), where src may lie on another GPU
 // that the device has peer access to: the rows are read over NVLink by the device's SMs instead of
 // its copy engines (TESSERA_PEER_KERNEL, backend/runtime/copy.cpp). Returns false, queuing
-// nothing, when the sizes and addresses are not multiples of 4.
+// nothing, when the sizes and addresses are not multiples of 4. `blocks_per_sm` caps its grid (in
+// blocks of 256 threads per SM): a copy queued beside a kernel that still has to start leaves it room.
 bool pitched_copy(int device, void* stream, void* dst, std::size_t dst_pitch, const void* src, std::size_t src_pitch,
-                  std::size_t width, std::size_t height);
+                  std::size_t width, std::size_t height, int blocks_per_sm = 16);
 
 // One destination's pieces of a batch of copies between GPUs (rt::gathers_between_gpus): `height` rows
 // of `width` bytes each, read over NVLink (or locally) by the destination's SMs.
