@@ -38,9 +38,10 @@
 //      (cuda::gather_rows_signalled; one kernel per chunk followed by the stream's flag writes,
 //      TESSERA_PEER_IPC_SIGNAL=0, measured 0.706x against 0.702x on 4 H200 ranks, and 0.655x
 //      against 0.710x on 2, where it left gaps between the chunks);
-//   3. each destination's side stream waits for each source's part of chunk j and copies it into
-//      place as soon as it has landed, then writes `freed[b] = seq` into every other rank's flags;
-//      the main stream joins the side stream;
+//   3. each destination's side stream first copies the pieces that stay on its GPU (beside the
+//      push), then waits for each source's part of chunk j and copies it into place as soon as it
+//      has landed, then writes `freed[b] = seq` into every other rank's flags; the main stream
+//      joins the side stream;
 //   4. one small collective: every rank has queued its part, or every rank releases its waits and
 //      throws.
 // TESSERA_PEER_IPC=0 leaves such batches to NCCL; TESSERA_PEER_IPC_CHUNK_MB (default 64) sets the
