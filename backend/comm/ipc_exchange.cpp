@@ -58,15 +58,12 @@
 
 #if TESSERA_HAS_CUDA
 #include <backend/comm/device_rows.hpp>
+#include <backend/comm/ipc_endpoint.hpp>
 #include <backend/cuda/strided_copy.hpp>
 
-#include <cuda.h>
 #include <cuda_runtime.h>
-#include <unistd.h>
 
 #include <algorithm>
-#include <array>
-#include <chrono>
 #include <cstdint>
 #include <cstdlib>
 #include <cstring>
@@ -78,9 +75,6 @@
 
 namespace tessera::detail::comm::ipc {
 namespace {
-
-constexpr int max_chunks = 16;
-constexpr std::size_t max_retired = 8;  // retired blocks announced per call (more wait for the next)
 
 // An integer setting from the environment, `fallback` when unset or empty (read once by each caller).
 long setting(const char* name, long fallback) {
@@ -146,128 +140,8 @@ bool even_chunks() {
   return e;
 }
 
-// The driver's stream memory operations (no runtime API has them), found once.
-using value_fn = CUresult (*)(CUstream, CUdeviceptr, cuuint32_t, unsigned int);
-struct memops {
-  value_fn wait = nullptr, write = nullptr;
-};
-const memops& ops() {
-  static const memops m = [] {
-    memops o;
-    void* w = nullptr;
-    void* x = nullptr;
-    cudaDriverEntryPointQueryResult found = cudaDriverEntryPointSymbolNotFound;
-    if (cudaGetDriverEntryPointByVersion("cuStreamWaitValue32", &w, 12000, cudaEnableDefault, &found) == cudaSuccess &&
-        found == cudaDriverEntryPointSuccess &&
-        cudaGetDriverEntryPointByVersion("cuStreamWriteValue32", &x, 12000, cudaEnableDefault, &found) == cudaSuccess &&
-        found == cudaDriverEntryPointSuccess) {
-      o.wait = reinterpret_cast<value_fn>(w);
-      o.write = reinterpret_cast<value_fn>(x);
-    }
-    (void)cudaGetLastError();
-    return o;
-  }();
-  return m;
-}
-
-void check_cu(CUresult r, const char* what, int device) {
-  if (r != CUDA_SUCCESS)
-    throw backend_error(std::string("tessera: ") + what + " failed on " + rt::info(device).name + " (CUresult " +
-                        std::to_string(static_cast<int>(r)) + ")");
-}
-// `stream` waits until the flag reaches `value` (cyclically: the counters may wrap).
-void wait_flag(int device, cudaStream_t stream, const std::uint32_t* flag, std::uint32_t value) {
-  check_cu(ops().wait(reinterpret_cast<CUstream>(stream), reinterpret_cast<CUdeviceptr>(flag), value,
-                      CU_STREAM_WAIT_VALUE_GEQ),
-           "cuStreamWaitValue32", device);
-}
-// After the work queued before it on `stream` (and a fence: its writes are seen first).
-void write_flag(int device, cudaStream_t stream, std::uint32_t* flag, std::uint32_t value) {
-  check_cu(ops().write(reinterpret_cast<CUstream>(stream), reinterpret_cast<CUdeviceptr>(flag), value,
-                       CU_STREAM_WRITE_VALUE_DEFAULT),
-           "cuStreamWriteValue32", device);
-}
-
 // Pieces start 256 bytes apart in a receive buffer, so that the kernels keep their widest loads.
 std::size_t round_up(std::size_t b) { return (b + 255) / 256 * 256; }
-
-// The flags one rank's GPU keeps for one peer rank q, written by q's GPU: `sent[b][j]` (q pushed
-// chunk j of the call that last used this rank's buffer b), `freed[b]` (q copied out of its buffer
-// b the pieces this rank pushed there), `open` (q's GPU reached call `open`, which writes into q's
-// array itself: what q's work before it did with the array is done).
-struct slot {
-  std::uint32_t sent[2][max_chunks];
-  std::uint32_t freed[2];
-  std::uint32_t open;
-};
-
-// What one rank lends and exports for one call (dist::share_blocks moves it as bytes).
-struct card {
-  std::uint64_t host;          // a hash of the host name: IPC needs one node
-  std::int32_t status;         // 0 ready; 1 short of memory or without IPC here
-  std::uint64_t generation;    // of the receive buffer this call fills (b): a new allocation has a new one
-  cudaIpcMemHandle_t memory;   // that buffer
-  cudaIpcMemHandle_t flags;    // the rank's flags: one slot per rank, never reallocated
-  std::int32_t direct;         // 1: the sources write into the array itself, not into the buffer
-  std::uint64_t array_id;      // that array's block (rt::allocation_id)
-  cudaIpcMemHandle_t array;    // its handle
-  std::uint32_t retired;       // arrays' blocks this rank will free once every peer closed them
-  std::uint64_t retired_ids[max_retired];
-};
-
-// This process's side of it for one GPU, kept for the next calls (its buffers and flags live as long
-// as the process; the peers' are opened once, buffers again when they grow).
-struct endpoint {
-  struct lent {
-    void* p = nullptr;
-    std::size_t bytes = 0;
-    std::uint64_t generation = 0;
-    cudaIpcMemHandle_t handle{};
-  };
-  std::array<lent, 2> buffers;
-  slot* flags = nullptr;
-  std::uint32_t* counters = nullptr;  // the signalling kernel's, one per chunk (zero between calls)
-  cudaIpcMemHandle_t flags_handle{};
-  std::uint64_t generations = 0;
-  int device = -1;        // the GPU of this rank that every call uses (the first one's)
-  std::uint32_t seq = 0;  // calls done, the same on every rank (every rank takes part in each)
-  cudaStream_t release = nullptr;  // the watchdog's stream for writing flags itself
-  struct mapped {
-    std::uint64_t generation = 0;
-    void* p = nullptr;
-  };
-  std::map<std::pair<int, int>, mapped> peer_buffers;  // by (rank, buffer)
-  std::map<int, slot*> peer_flags;                     // by rank
-  // Peers' arrays written in place, by (rank, allocation id), with the last call that wrote each;
-  // this rank's arrays exported so far, by allocation id.
-  struct array_map {
-    void* p = nullptr;
-    std::uint32_t used = 0;
-  };
-  std::map<std::pair<int, std::uint64_t>, array_map> peer_arrays;
-  std::map<std::uint64_t, cudaIpcMemHandle_t> exported;
-};
-
-// Mappings of one peer's arrays kept open: an array that died stays mapped (and its block held, if
-// the driver counts the mapping) until a later call finds it unused.
-constexpr std::size_t kept_arrays = 4;
-
-std::mutex& lock() {
-  static std::mutex m;
-  return m;
-}
-endpoint& state() {
-  static auto* e = new endpoint;  // never destroyed: CUDA may be gone at exit
-  return *e;
-}
-
-std::uint64_t host_hash() {
-  char name[256] = {};
-  (void)gethostname(name, sizeof name - 1);
-  std::uint64_t h = 1469598103934665603ull;
-  for (const char* c = name; *c != '\0'; ++c) h = (h ^ static_cast<unsigned char>(*c)) * 1099511628211ull;
-  return h;
-}
 
 // One piece between two ranks' GPUs: its rows, its place in the destination's receive buffer.
 struct piece {
@@ -284,99 +158,6 @@ struct piece {
   std::size_t pitch_src() const { return r->height > 1 ? r->src_pitch : r->width; }
   std::size_t pitch_dst() const { return r->height > 1 ? r->dst_pitch : r->width; }
 };
-
-// One call on this rank's GPU, as the watchdog sees it: events around its work on the main stream,
-// and the flags its streams wait on (with the values that release them).
-class watched_copy final : public inflight {
- public:
-  watched_copy(int device, cudaStream_t release, std::string name)
-      : device_(device), release_(release), name_(std::move(name)) {}
-  ~watched_copy() override {
-    if (before_ != nullptr) (void)cudaEventDestroy(before_);
-    if (after_ != nullptr) (void)cudaEventDestroy(after_);
-  }
-  void mark(bool after) {
-    cudaEvent_t& e = after ? after_ : before_;
-    rt::check_cuda(cudaEventCreateWithFlags(&e, cudaEventDisableTiming), "cudaEventCreateWithFlags", device_);
-    rt::check_cuda(cudaEventRecord(e, main_of(device_)), "cudaEventRecord", device_);
-  }
-  void waits_on(std::uint32_t* flag, std::uint32_t value) { waits_.push_back({flag, value}); }
-  state poll() override { return {.started = done(before_), .finished = done(after_), .error = {}}; }
-  // Writes every awaited flag from this process: the streams drain (the pieces that never came
-  // leave the destination's regions unspecified; the rank is failed by then).
-  void abort() override {
-    if (cudaSetDevice(rt::info(device_).ordinal) != cudaSuccess) return;
-    for (const auto& [flag, value] : waits_)
-      (void)ops().write(reinterpret_cast<CUstream>(release_), reinterpret_cast<CUdeviceptr>(flag), value,
-                        CU_STREAM_WRITE_VALUE_DEFAULT);
-    (void)cudaStreamSynchronize(release_);
-    (void)cudaGetLastError();
-  }
-  std::string name() const override { return name_; }
-
- private:
-  static bool done(cudaEvent_t e) {
-    if (e == nullptr) return false;
-    const cudaError_t q = cudaEventQuery(e);
-    if (q == cudaErrorNotReady) return false;
-    (void)cudaGetLastError();
-    return true;
-  }
-  int device_;
-  cudaStream_t release_;
-  std::string name_;
-  cudaEvent_t before_ = nullptr, after_ = nullptr;
-  std::vector<std::pair<std::uint32_t*, std::uint32_t>> waits_;
-};
-
-// Closes, for each peer rank, the mappings of its arrays beyond the kept_arrays written last (never
-// one this call writes). Pushes through them were queued on this GPU's main stream: they finish
-// first.
-void close_unused_arrays(endpoint& ep, int device, std::uint32_t seq) {
-  using key = std::pair<int, std::uint64_t>;
-  std::map<int, std::vector<std::pair<std::uint32_t, key>>> by_rank;  // (calls ago, mapping)
-  for (const auto& [k, a] : ep.peer_arrays) by_rank[k.first].push_back({seq - a.used, k});
-  bool waited = false;
-  for (auto& [r, list] : by_rank) {
-    if (list.size() <= kept_arrays) continue;
-    std::sort(list.begin(), list.end());
-    for (std::size_t i = kept_arrays; i < list.size(); ++i) {
-      if (list[i].first == 0) continue;
-      if (!waited) {
-        rt::check_cuda(cudaStreamSynchronize(main_of(device)), "cudaStreamSynchronize", device);
-        waited = true;
-      }
-      if (void* p = ep.peer_arrays[list[i].second].p) (void)cudaIpcCloseMemHandle(p);
-      (void)cudaGetLastError();
-      ep.peer_arrays.erase(list[i].second);
-    }
-  }
-}
-
-// Closes this rank's mappings of the arrays the peers announced as retired (dead, to be freed).
-// Pushes into them were queued on this GPU's main stream: they finish first.
-void close_retired(endpoint& ep, int device, const std::vector<card>& cards, int me) {
-  bool waited = false;
-  for (std::size_t q = 0; q < cards.size(); ++q) {
-    if (static_cast<int>(q) == me) continue;
-    const card& o = cards[q];
-    for (std::uint32_t i = 0; i < std::min<std::uint32_t>(o.retired, max_retired); ++i) {
-      const auto it = ep.peer_arrays.find({static_cast<int>(q), o.retired_ids[i]});
-      if (it == ep.peer_arrays.end()) continue;
-      if (!waited) {
-        try {
-          rt::set_device(device);
-        } catch (...) {
-        }
-        (void)cudaStreamSynchronize(main_of(device));
-        waited = true;
-      }
-      if (it->second.p != nullptr) (void)cudaIpcCloseMemHandle(it->second.p);
-      (void)cudaGetLastError();
-      ep.peer_arrays.erase(it);
-    }
-  }
-}
 
 }  // namespace
 
@@ -452,7 +233,7 @@ bool exchange(const rt::copy_region* c, std::size_t n, const int* devices, int n
       ep = &state();
       seq = ep->seq + 1;
       b = static_cast<int>(seq % 2);
-      if (ops().wait == nullptr) throw backend_error("tessera: no stream memory operations");
+      if (!have_memops()) throw backend_error("tessera: no stream memory operations");
       // One GPU per rank for the life of the process (its flags are the ones peers write).
       if (ep->device >= 0 && ep->device != mine) throw backend_error("tessera: another GPU than the first call's");
       ep->device = mine;
