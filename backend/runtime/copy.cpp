@@ -68,6 +68,21 @@ int peer_push_mode() {
   return mode;
 }
 
+// Blocks per SM of the kernel that copies a batch's pieces within one GPU beside its copies between
+// GPUs (local_side_copies: managed memory beside the copy engines), TESSERA_PEER_SIDE_BLOCKS, 1 to 16
+// (default 16, two waves of 256 threads). Across ranks the same kind of kernel held up the pushing
+// kernel queued after it by 0.1 ms until its second wave was out (docs/performance.md, session 44);
+// within one process on 2 H200s the peer copy also starts 0.1 ms after it, which this setting
+// lets a run test.
+int side_copy_blocks() {
+  static const int blocks = [] {
+    const char* v = std::getenv("TESSERA_PEER_SIDE_BLOCKS");
+    const int b = v == nullptr || *v == '\0' ? 16 : std::atoi(v);
+    return b >= 1 && b <= 16 ? b : 16;
+  }();
+  return blocks;
+}
+
 // Destroys a batch's events however the batch ends (CUDA keeps an event until the waits queued
 // on it are done).
 struct event_releaser {
@@ -481,7 +496,8 @@ struct local_side_copies {
         const bool managed = (r.dst_buf && r.dst_buf->kind == memory::unified) ||
                              (r.src_buf && r.src_buf->kind == memory::unified);
         if (engines_between && managed &&
-            cuda::pitched_copy(d, side, r.dst, r.dst_pitch, r.src, r.src_pitch, r.width, r.height))
+            cuda::pitched_copy(d, side, r.dst, r.dst_pitch, r.src, r.src_pitch, r.width, r.height,
+                               side_copy_blocks()))
           continue;
         cuda_check(cudaMemcpy2DAsync(r.dst, r.dst_pitch, r.src, r.src_pitch, r.width, r.height,
                                      cudaMemcpyDeviceToDevice, side),
