@@ -30,7 +30,7 @@
 # `soak`: the GPU soak cycle by cycle (which cycles grow GPU memory or threads).
 # `jit`: the stencil tests and bench_stencil with and without the run-time compiled stencil kernels.
 # `trace`: a GPU timeline of one bench through CUPTI (TRACE_BENCH, TRACE_ARGS, TRACE_MATCH, TRACE_API;
-# scripts/timeline.py).
+# TRACE_RANKS: under mpirun, a trace per rank; TRACE_AROUND, TRACE_WINDOW; scripts/timeline.py).
 # `launch`: the bare launch's host cost (bench/support/launch_probe.cu; on several GPUs also one thread
 # per GPU at once), then bench_capture through
 # the driver and through the runtime (TESSERA_RUNTIME_LAUNCH=1).
@@ -362,20 +362,46 @@ if [ "$what" = trace ]; then
   # timed on the host (no spin kernels: TRACE_BENCH=reduce TRACE_ARGS="--cases 5"), each kernel's
   # count and durations. TRACE_API=1 records the host's CUDA calls too and prints where each
   # thread's time from one launch to the next goes (TRACE_BENCH=capture: the plain launches).
+  # TRACE_RANKS=N runs the bench under mpirun, one GPU per rank, one trace per rank
+  # (trace_r<rank>.csv.gz); TRACE_AROUND=TEXT prints, instead of the summary, what ran around the
+  # last kernels named like TEXT (timeline.py --around, TRACE_WINDOW ms, default -1,1), e.g.
+  # TRACE_BENCH=distributed TRACE_RANKS=2 TRACE_API=1 TRACE_AROUND=signa for a re-shard across ranks.
   bench="bench_${TRACE_BENCH:-stencil}"
   build_one "$bench" trace
   cuda=${CUDA_HOME:-/usr/local/cuda}
   g++ -O2 -shared -fPIC -o "$BUILD_DIR/cupti_trace.so" "$ROOT/bench/support/cupti_trace.cpp" -I"$cuda/include" \
     -L"$cuda/lib64" -lcupti 2>&1 | tail -n 5
-  # shellcheck disable=SC2086
-  CUDA_INJECTION64_PATH="$BUILD_DIR/cupti_trace.so" TRACE_OUT="$OUT/trace.csv" "$BUILD_DIR/$bench" \
-    ${TRACE_ARGS:---reps 3 --warmup 1} > "$OUT/trace_bench.log" 2>&1 || status=1
-  gzip -f "$OUT/trace.csv"
-  python3 "$ROOT/scripts/timeline.py" "$OUT/trace.csv.gz" --match "${TRACE_MATCH:-tessera_stencil}" |
-    tee "$OUT/timeline.txt" | head -n 80
-  if [ "${TRACE_API:-0}" = 1 ]; then
-    python3 "$ROOT/scripts/timeline.py" "$OUT/trace.csv.gz" --api | tee "$OUT/timeline_api.txt" | head -n 40
+  if [ -n "${TRACE_RANKS:-}" ]; then
+    wrapper="$BUILD_DIR/trace_rank.sh"  # each rank's own file
+    printf '#!/bin/bash\nexport TRACE_OUT="%s/trace_r$OMPI_COMM_WORLD_RANK.csv"\nexec "$@"\n' "$OUT" > "$wrapper"
+    chmod +x "$wrapper"
+    export TRACE_API="${TRACE_API:-0}"
+    export CUDA_VISIBLE_DEVICES="${CUDA_VISIBLE_DEVICES:-$(seq -s, 0 $((TRACE_RANKS - 1)))}"
+    # shellcheck disable=SC2086
+    CUDA_INJECTION64_PATH="$BUILD_DIR/cupti_trace.so" mpirun -np "$TRACE_RANKS" -x CUDA_VISIBLE_DEVICES \
+      -x NCCL_NVLS_ENABLE -x CUDA_INJECTION64_PATH -x TRACE_API "$wrapper" "$BUILD_DIR/$bench" \
+      ${TRACE_ARGS:---reps 3 --warmup 1} > "$OUT/trace_bench.log" 2>&1 || status=1
+  else
+    # shellcheck disable=SC2086
+    CUDA_INJECTION64_PATH="$BUILD_DIR/cupti_trace.so" TRACE_OUT="$OUT/trace.csv" "$BUILD_DIR/$bench" \
+      ${TRACE_ARGS:---reps 3 --warmup 1} > "$OUT/trace_bench.log" 2>&1 || status=1
   fi
+  for t in "$OUT"/trace*.csv; do
+    [ -f "$t" ] || continue
+    gzip -f "$t"
+    name=$(basename "$t" .csv)
+    echo "== $name"
+    if [ -n "${TRACE_AROUND:-}" ]; then
+      python3 "$ROOT/scripts/timeline.py" "$t.gz" --around "$TRACE_AROUND" --window="${TRACE_WINDOW:--1,1}" |
+        tee "$OUT/timeline_$name.txt" | head -n 60
+    else
+      python3 "$ROOT/scripts/timeline.py" "$t.gz" --match "${TRACE_MATCH:-tessera_stencil}" |
+        tee "$OUT/timeline_$name.txt" | head -n 80
+    fi
+    if [ "${TRACE_API:-0}" = 1 ]; then
+      python3 "$ROOT/scripts/timeline.py" "$t.gz" --api | tee "$OUT/timeline_api_$name.txt" | head -n 40
+    fi
+  done
 fi
 if [ "$what" = launch ]; then
   # Issue 22 item 3: the bare launch's host cost on this machine (bench/support/launch_probe.cu),

@@ -10,7 +10,13 @@
 # host time from one launch to the next, split into the launch call itself, the other CUDA calls
 # in between, and the rest (the program's own code), then the CUDA calls by total time.
 #
+# With --around TEXT: for the last --count kernels whose names contain TEXT, every kernel and copy
+# that started within --window A,B ms of it, and the host's CUDA calls there that took 3 us or more
+# or wait for or write a flag (what one call of a batch overlaps, and what waits for what; e.g. one
+# rank's trace of a re-shard across ranks, gpu_check.sh trace with TRACE_RANKS).
+#
 #   python3 scripts/timeline.py TRACE.csv[.gz] [--sample N] [--match TEXT] [--kernels] [--api]
+#                               [--around TEXT [--count K] [--window A,B]]
 #   --match TEXT   only samples (or kernels) whose kernel names contain TEXT
 import argparse
 import collections
@@ -39,7 +45,8 @@ def short(r):
     for key in ("spin_kernel", "tessera_stencil", "elementwise_kernel", "bulk_kernel", "full_reduce", "nccl"):
         if key in what:
             return key
-    return what[:40]
+    # The tracer keeps a name's first 80 characters: for a mangled one, the end tells such kernels apart.
+    return what[-40:] if what.startswith("_Z") else what[:40]
 
 
 def samples(rows):
@@ -121,6 +128,21 @@ def api(rows):
         print(f"  {name:40s} {counts[name]:8d} calls  {t / 1e3:10.2f} ms  {t / counts[name]:8.2f} us each")
 
 
+def around(rows, match, count, window):
+    """Every record near each of the last `count` kernels named like `match`, in ms from its start."""
+    lo, hi = (float(x) * 1e6 for x in window.split(","))
+    anchors = [r for r in rows if r[2] == "K" and match in r[6]][-count:]
+    for a in anchors:
+        print(f"{short(a)} on cuda:{a[3]} stream {a[4]}: {(a[1] - a[0]) / 1e6:.3f} ms; around it, ms from its start:")
+        for r in rows:
+            if r is a or not a[0] + lo <= r[0] < a[0] + hi:
+                continue
+            if r[2] in "RD" and r[1] - r[0] < 3000 and "Value32" not in r[6]:
+                continue
+            where = f"thread {r[3]}" if r[2] in "RD" else f"cuda:{r[3]} stream {r[4]}"
+            print(f"  {(r[0] - a[0]) / 1e6:8.3f} {(r[1] - a[0]) / 1e6:8.3f}  {r[2]} {where:>18}  {short(r)}")
+
+
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("trace")
@@ -128,8 +150,14 @@ def main():
     ap.add_argument("--match")
     ap.add_argument("--kernels", action="store_true")
     ap.add_argument("--api", action="store_true")
+    ap.add_argument("--around")
+    ap.add_argument("--count", type=int, default=2)
+    ap.add_argument("--window", default="-1,1")
     a = ap.parse_args()
     rows = load(a.trace)
+    if a.around:
+        around(rows, a.around, a.count, a.window)
+        return
     if a.api:
         api(rows)
         return
