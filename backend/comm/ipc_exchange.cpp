@@ -135,6 +135,12 @@ int engines() {
 // Equal chunks (TESSERA_PEER_IPC_EVEN, default 1), or chunks that shrink linearly (0). Equal ones
 // were faster on 2 H200 ranks (0.821x of a pair's bandwidth per device against 0.802x) and on 4
 // (0.692x against 0.683x-0.687x, session 41).
+// Blocks per SM of the kernel that copies the pieces within this GPU beside the push (above).
+int side_blocks() {
+  static const long b = setting("TESSERA_PEER_SIDE_BLOCKS", 0);
+  return b >= 1 && b <= 16 ? static_cast<int>(b) : std::max(1, 8 - push_blocks());
+}
+
 bool even_chunks() {
   static const bool e = setting("TESSERA_PEER_IPC_EVEN", 1) != 0;
   return e;
@@ -401,10 +407,13 @@ bool exchange(const rt::copy_region* c, std::size_t n, const int* devices, int n
       // The pieces within this GPU first, on the side stream, beside the push: behind the copies
       // into place they ran once the last chunk had landed, after the whole transfer (2 H200
       // ranks, 16384^2 floats: 0.821x of a pair's bandwidth per device in place, 0.710x through
-      // the receive buffers). Their kernel reaches the SMs first, so it takes only the room the
-      // pushing kernel leaves (8 blocks of 256 threads fill an SM): at its usual 16 blocks per SM
-      // the push could start only once all of them had (0.1 ms later of 0.93 ms per call).
-      const int beside = std::max(1, 8 - push_blocks());
+      // the receive buffers). Their kernel reaches the SMs first and the GPU hands out all its
+      // blocks before the push's, so it gets fewer: at its usual 16 blocks per SM (two waves) the
+      // push started 0.1 ms later of 0.93 ms per call. 8 - TESSERA_PEER_IPC_BLOCKS blocks per SM
+      // (8 of 256 threads fill an SM's threads; the push's 56 registers a thread leave it less
+      // room than that, so part of the push still starts behind them), or
+      // TESSERA_PEER_SIDE_BLOCKS.
+      const int beside = side_blocks();
       for (std::size_t i = 0; i < n; ++i) {
         const rt::copy_region& r = c[i];
         if (r.width == 0 || r.height == 0 || r.src_device != r.dst_device || r.dst_device != mine) continue;

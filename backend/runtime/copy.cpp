@@ -73,7 +73,7 @@ int peer_push_mode() {
 // (default 16, two waves of 256 threads). Across ranks the same kind of kernel held up the pushing
 // kernel queued after it by 0.1 ms until its second wave was out (docs/performance.md, session 44);
 // within one process on 2 H200s the peer copy also starts 0.1 ms after it, which this setting
-// lets a run test.
+// lets a run test (across ranks the same setting has its own default: ipc_exchange.cpp).
 int side_copy_blocks() {
   static const int blocks = [] {
     const char* v = std::getenv("TESSERA_PEER_SIDE_BLOCKS");
