@@ -69,7 +69,9 @@
 #include <cstring>
 #include <exception>
 #include <map>
+#include <memory>
 #include <mutex>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -165,67 +167,337 @@ struct piece {
   std::size_t pitch_dst() const { return r->height > 1 ? r->dst_pitch : r->width; }
 };
 
-}  // namespace
+int rank_of(int device) { return rt::info(device).rank; }
 
-bool exchange(const rt::copy_region* c, std::size_t n, const int* devices, int nd) {
-  if (mode() == 0) return false;
-  // Every rank with one GPU among the devices the pieces cross between: a rank's own pair would
-  // need its in-process path, and with every rank in every call the calls' numbers (which buffer,
-  // which flag values) are the same everywhere. Other batches stay with NCCL. The same answer on
-  // every rank.
-  const int me = dist::world_rank();
-  const int P = dist::world_size();
-  std::vector<int> ranks;
+// One call as this rank sees it. The pieces and `most` are the same on every rank; the rest follows
+// from this rank's GPU in the batch (`mine`, -1 when it holds none).
+struct call_plan {
+  int me = 0, P = 0, mine = -1;
+  std::vector<int> ranks;      // the rank of each GPU the pieces cross between
+  std::vector<int> to, from;   // the ranks this rank pushes to, and receives from
+  std::vector<piece> pieces;   // each destination's incoming pieces in batch order
+  std::size_t most = 0;        // the most bytes one source sends
+  std::size_t need = 0;        // the bytes this rank's GPU receives
+  rt::buffer* into = nullptr;  // the array every incoming piece lands in, when there is one,
+  bool may_direct = false;     // and it is memory::device on this GPU: the sources may write there
+};
+
+// The plan of a batch, or nothing where this path does not take it: every rank with one GPU among
+// the devices the pieces cross between (a rank's own pair would need its in-process path, and with
+// every rank in every call the calls' numbers, which buffer and which flag values, are the same
+// everywhere). Other batches stay with NCCL. The same answer on every rank.
+std::optional<call_plan> plan_call(const rt::copy_region* c, std::size_t n, const int* devices, int nd) {
+  call_plan cp;
+  cp.me = dist::world_rank();
+  cp.P = dist::world_size();
   for (int i = 0; i < nd; ++i) {
-    const int r = rt::info(devices[i]).rank;
-    if (std::find(ranks.begin(), ranks.end(), r) != ranks.end()) return false;
-    ranks.push_back(r);
+    const int r = rank_of(devices[i]);
+    if (std::find(cp.ranks.begin(), cp.ranks.end(), r) != cp.ranks.end()) return std::nullopt;
+    cp.ranks.push_back(r);
   }
-  if (static_cast<int>(ranks.size()) != P) return false;
-  int mine = -1;  // this rank's GPU in the batch
+  if (static_cast<int>(cp.ranks.size()) != cp.P) return std::nullopt;
   for (int i = 0; i < nd; ++i)
-    if (!rt::is_remote(devices[i])) mine = devices[i];
-
-  // The layout, the same on every rank: each destination's incoming pieces in batch order.
-  std::vector<piece> pieces;
+    if (!rt::is_remote(devices[i])) cp.mine = devices[i];
+  const int mine = cp.mine;
   std::map<int, std::size_t> incoming;  // bytes by destination
   std::map<int, std::size_t> outgoing;  // bytes by source
   for (std::size_t i = 0; i < n; ++i) {
     const rt::copy_region& r = c[i];
     if (r.width == 0 || r.height == 0 || r.src_device == r.dst_device) continue;
     std::size_t& in = incoming[r.dst_device];
-    pieces.push_back({&r, r.height, in});
+    cp.pieces.push_back({&r, r.height, in});
     in += round_up(r.width * r.height);
     outgoing[r.src_device] += r.width * r.height;
   }
-  std::size_t most = 0;
-  for (const auto& [d, b] : outgoing) most = std::max(most, b);
-  const std::size_t need = mine >= 0 && incoming.count(mine) ? incoming.at(mine) : 0;
+  for (const auto& [d, b] : outgoing) cp.most = std::max(cp.most, b);
+  cp.need = mine >= 0 && incoming.count(mine) ? incoming.at(mine) : 0;
   // Every incoming piece lands in one memory::device array of this rank's GPU: the sources may
   // write there themselves (a cudaMalloc block is what CUDA IPC exports; managed memory is not).
-  rt::buffer* into = nullptr;
-  bool direct = direct_setting() && need > 0;
-  for (const piece& p : pieces) {
+  cp.may_direct = direct_setting() && cp.need > 0;
+  for (const piece& p : cp.pieces) {
     if (p.r->dst_device != mine) continue;
     rt::buffer* d = p.r->dst_buf;
-    if (d == nullptr || d->kind != memory::device || d->device != mine || (into != nullptr && d != into))
-      direct = false;
-    into = d;
+    if (d == nullptr || d->kind != memory::device || d->device != mine || (cp.into != nullptr && d != cp.into))
+      cp.may_direct = false;
+    cp.into = d;
   }
-  auto rank_of = [](int d) { return rt::info(d).rank; };
-  std::vector<int> to, from;  // the ranks this rank pushes to, and receives from
-  for (const piece& p : pieces) {
+  for (const piece& p : cp.pieces) {
+    auto& to = cp.to;
+    auto& from = cp.from;
     if (p.r->src_device == mine && std::find(to.begin(), to.end(), rank_of(p.r->dst_device)) == to.end())
       to.push_back(rank_of(p.r->dst_device));
     if (p.r->dst_device == mine && std::find(from.begin(), from.end(), rank_of(p.r->src_device)) == from.end())
       from.push_back(rank_of(p.r->src_device));
   }
+  return cp;
+}
+
+// 1. This rank's card for the call that fills buffer b: its endpoint set up, its array exported (where
+// the sources may write in place) or its receive buffer b lent (status 1 when short of memory),
+// its dead exported blocks announced (`retired`). Throws on any other failure.
+void fill_card(const call_plan& cp, endpoint& ep, int b, card& my,
+               std::vector<std::pair<void*, std::uint64_t>>& retired) {
+  const int mine = cp.mine;
+  if (!have_memops()) throw backend_error("tessera: no stream memory operations");
+  // One GPU per rank for the life of the process (its flags are the ones peers write).
+  if (ep.device >= 0 && ep.device != mine) throw backend_error("tessera: another GPU than the first call's");
+  ep.device = mine;
+  if (ep.flags == nullptr) {
+    // Device memory, not the cache's: IPC exports whole cudaMalloc allocations.
+    void* f = nullptr;
+    const std::size_t bytes = sizeof(slot) * static_cast<std::size_t>(cp.P);
+    rt::check_cuda(cudaMalloc(&f, bytes), "cudaMalloc (the flags of copies between ranks)", mine);
+    rt::check_cuda(cudaMemset(f, 0, bytes), "cudaMemset", mine);
+    rt::check_cuda(cudaIpcGetMemHandle(&ep.flags_handle, f), "cudaIpcGetMemHandle", mine);
+    rt::check_cuda(cudaStreamCreateWithFlags(&ep.release, cudaStreamNonBlocking), "cudaStreamCreateWithFlags", mine);
+    ep.flags = static_cast<slot*>(f);
+  }
+  if (ep.counters == nullptr) {
+    void* c = nullptr;
+    rt::check_cuda(cudaMalloc(&c, sizeof(std::uint32_t) * max_chunks), "cudaMalloc (chunk counters)", mine);
+    rt::check_cuda(cudaMemset(c, 0, sizeof(std::uint32_t) * max_chunks), "cudaMemset", mine);
+    ep.counters = static_cast<std::uint32_t*>(c);
+  }
+  if (cp.may_direct) {
+    const std::uint64_t id = rt::allocation_id(cp.into->ptr);
+    auto it = ep.exported.find(id);
+    if (id != 0 && it == ep.exported.end()) {
+      cudaIpcMemHandle_t h{};
+      if (cudaIpcGetMemHandle(&h, cp.into->ptr) == cudaSuccess) {
+        rt::mark_exported(cp.into->ptr);  // freed only once no peer maps it (retired blocks)
+        it = ep.exported.emplace(id, h).first;
+      } else
+        (void)cudaGetLastError();
+    }
+    if (it != ep.exported.end()) {
+      my.direct = 1;
+      my.array_id = id;
+      my.array = it->second;
+    }
+  }
+  endpoint::lent& l = ep.buffers[static_cast<std::size_t>(b)];
+  if (!my.direct && cp.need > l.bytes) {
+    if (l.p != nullptr) {
+      // Its last call's copies out of it (on the side stream) must be done before it goes; the
+      // sources' writes into it were, before those copies started.
+      rt::check_cuda(cudaStreamSynchronize(side_of(mine)), "cudaStreamSynchronize", mine);
+      rt::check_cuda(cudaFree(l.p), "cudaFree (a receive buffer of copies between ranks)", mine);
+      l = {};
+    }
+    void* p = nullptr;
+    if (cudaMalloc(&p, cp.need) != cudaSuccess) {
+      (void)cudaGetLastError();
+      my.status = 1;  // short of memory: every rank takes NCCL's path
+    } else {
+      l.p = p;
+      l.bytes = cp.need;
+      l.generation = ++ep.generations;
+      rt::check_cuda(cudaIpcGetMemHandle(&l.handle, l.p), "cudaIpcGetMemHandle", mine);
+    }
+  }
+  my.generation = l.generation;
+  my.memory = l.handle;
+  my.flags = ep.flags_handle;
+  retired = rt::retired_blocks(mine, max_retired);
+  my.retired = static_cast<std::uint32_t>(retired.size());
+  for (std::size_t i = 0; i < retired.size(); ++i) my.retired_ids[i] = retired[i].second;
+}
+
+// Where each of this rank's pieces goes in the peers' memory: their arrays (written in place) or
+// their receive buffers b, opened here and cached, as are their flags. Throws when one cannot be
+// opened (no IPC between these GPUs).
+std::vector<void*> open_targets(const call_plan& cp, endpoint& ep, const std::vector<card>& cards, std::uint32_t seq,
+                                int b) {
+  const int mine = cp.mine;
+  std::vector<void*> target(cp.pieces.size(), nullptr);
+  for (int q : cp.ranks) {
+    if (q == cp.me || ep.peer_flags.count(q)) continue;
+    void* f = nullptr;
+    const cudaIpcMemHandle_t h = cards[static_cast<std::size_t>(q)].flags;
+    rt::check_cuda(cudaIpcOpenMemHandle(&f, h, cudaIpcMemLazyEnablePeerAccess),
+                   "cudaIpcOpenMemHandle (a peer rank's flags)", mine);
+    ep.peer_flags[q] = static_cast<slot*>(f);
+  }
+  for (std::size_t i = 0; i < cp.pieces.size(); ++i) {
+    const piece& p = cp.pieces[i];
+    if (p.r->src_device != mine) continue;
+    const int q = rank_of(p.r->dst_device);
+    const card& o = cards[static_cast<std::size_t>(q)];
+    if (o.direct) {
+      if (p.r->dst_buf == nullptr) throw backend_error("tessera: a piece without its array");
+      endpoint::array_map& a = ep.peer_arrays[{q, o.array_id}];
+      if (a.p == nullptr) {
+        void* m = nullptr;
+        rt::check_cuda(cudaIpcOpenMemHandle(&m, o.array, cudaIpcMemLazyEnablePeerAccess),
+                       "cudaIpcOpenMemHandle (a peer rank's array)", mine);
+        a.p = m;
+      }
+      a.used = seq;
+      const auto* base = static_cast<const unsigned char*>(p.r->dst_buf->ptr);
+      target[i] = static_cast<unsigned char*>(a.p) + (static_cast<const unsigned char*>(p.r->dst) - base);
+      continue;
+    }
+    endpoint::mapped& m = ep.peer_buffers[{q, b}];
+    if (m.p == nullptr || m.generation != o.generation) {
+      if (m.p != nullptr) (void)cudaIpcCloseMemHandle(m.p);
+      m = {};
+      void* mapped = nullptr;
+      rt::check_cuda(cudaIpcOpenMemHandle(&mapped, o.memory, cudaIpcMemLazyEnablePeerAccess),
+                     "cudaIpcOpenMemHandle (a peer rank's receive buffer)", mine);
+      m = {o.generation, mapped};
+    }
+    target[i] = static_cast<unsigned char*>(m.p) + p.offset;
+  }
+  close_unused_arrays(ep, mine, seq);
+  return target;
+}
+
+// The pieces within this rank's GPU of the batch, on its side stream, beside the push (queued
+// before it). Behind the copies into place they ran once the last chunk had landed, after the
+// whole transfer (2 H200 ranks, 16384^2 floats: 0.821x of a pair's bandwidth per device in place,
+// 0.710x through the receive buffers). Their kernel reaches the SMs first and the GPU hands out
+// all its blocks before the push's, so it gets fewer: at its usual 16 blocks per SM (two waves)
+// the push started 0.1 ms later of 0.93 ms per call. 8 - TESSERA_PEER_IPC_BLOCKS blocks per SM
+// (8 of 256 threads fill an SM's threads; the push's 56 registers a thread leave it less room than
+// that, so part of the push still starts behind them), or TESSERA_PEER_SIDE_BLOCKS.
+void queue_within(const rt::copy_region* c, std::size_t n, int mine) {
+  const int beside = side_blocks();
+  for (std::size_t i = 0; i < n; ++i) {
+    const rt::copy_region& r = c[i];
+    if (r.width == 0 || r.height == 0 || r.src_device != r.dst_device || r.dst_device != mine) continue;
+    copy_rows(mine, side_of(mine), r.dst, r.dst_pitch, r.src, r.src_pitch, r.width, r.height,
+              "cudaMemcpy2DAsync (a piece within a GPU)", beside);
+  }
+}
+
+// 2. On this rank's main stream: the sources of its array let in (written in place), then the
+// push of its pieces, chunk after chunk, once each destination has copied out of buffer b in call
+// seq - 2 (or, written in place, has reached this call), each destination's flag for a chunk
+// written once its part of the chunk has landed.
+void queue_push(const call_plan& cp, endpoint& ep, const std::vector<card>& cards, const std::vector<void*>& target,
+                std::uint32_t seq, int b, std::size_t k, bool direct, watched_copy& watch) {
+  const int mine = cp.mine, me = cp.me, P = cp.P;
+  const auto& to = cp.to;
+  const cudaStream_t st = main_of(mine);
+  // Written in place, this rank lets its sources start once its GPU has reached this call.
+  if (direct)
+    for (int q : cp.from) write_flag(mine, st, &ep.peer_flags.at(q)[me].open, seq);
+  for (int q : to) {
+    const bool in_place = cards[static_cast<std::size_t>(q)].direct != 0;
+    std::uint32_t* f = in_place ? &ep.flags[q].open : &ep.flags[q].freed[b];
+    const std::uint32_t v = in_place ? seq : seq - 2;
+    wait_flag(mine, st, f, v);
+    watch.waits_on(f, v);
+  }
+  // The pieces' rows of chunk j, j = 0 .. k - 1, in that order (first[j]: chunk j's first).
+  std::vector<cuda::gather_piece> g;
+  std::vector<int> dest_rank;  // of each of g
+  std::vector<int> first{0};
+  for (std::size_t j = 0; j < k; ++j) {
+    for (std::size_t i = 0; i < cp.pieces.size(); ++i) {
+      const piece& p = cp.pieces[i];
+      if (p.r->src_device != mine) continue;
+      const std::size_t a = p.begin(j, k), e2 = p.begin(j + 1, k);
+      if (a == e2) continue;
+      const std::size_t to_pitch =
+          cards[static_cast<std::size_t>(rank_of(p.r->dst_device))].direct ? p.pitch_dst() : p.r->width;
+      g.push_back({static_cast<const unsigned char*>(p.r->src) + a * p.pitch_src(),
+                   static_cast<unsigned char*>(target[i]) + a * to_pitch, p.pitch_src(), to_pitch, p.r->width,
+                   e2 - a});
+      dest_rank.push_back(rank_of(p.r->dst_device));
+    }
+    first.push_back(static_cast<int>(g.size()));
+  }
+  std::vector<std::uint32_t*> flags;
+  for (int q : to) flags.push_back(ep.peer_flags.at(q)[me].sent[b]);
+  bool by_engines = engines() == 1;
+  if (engines() == 2) {
+    by_engines = !to.empty();
+    for (const piece& p : cp.pieces)
+      if (p.r->src_device == mine)
+        by_engines = by_engines && p.r->src_buf != nullptr && p.r->src_buf->kind == memory::device &&
+                     cards[static_cast<std::size_t>(rank_of(p.r->dst_device))].direct != 0;
+  }
+  if (by_engines) {
+    // The copy engines, one destination after another from the next rank on: while every source
+    // keeps pace, each destination receives from one source at a time.
+    for (std::size_t j = 0; j < k; ++j)
+      for (int step = 1; step < P; ++step) {
+        const int q = (me + step) % P;
+        if (std::find(to.begin(), to.end(), q) == to.end()) continue;
+        for (int x = first[j]; x < first[j + 1]; ++x)
+          if (dest_rank[static_cast<std::size_t>(x)] == q)
+            rt::check_cuda(cudaMemcpy2DAsync(g[x].dst, g[x].dst_pitch, g[x].src, g[x].src_pitch, g[x].width,
+                                             g[x].height, cudaMemcpyDeviceToDevice, st),
+                           "cudaMemcpy2DAsync (a piece to another rank)", mine);
+        write_flag(mine, st, ep.peer_flags.at(q)[me].sent[b] + j, seq);
+      }
+  } else if (!signal_in_kernel() || to.empty() ||
+             !cuda::gather_rows_signalled(mine, st, g.data(), first.data(), static_cast<int>(k), flags.data(),
+                                          static_cast<int>(flags.size()), seq, ep.counters, push_blocks())) {
+    for (std::size_t j = 0; j < k; ++j) {
+      cuda::gather_rows(mine, st, g.data() + first[j], first[j + 1] - first[j], push_blocks());
+      for (std::uint32_t* f : flags) write_flag(mine, st, f + j, seq);
+    }
+  }
+}
+
+// 3. On this rank's side stream: each incoming chunk into place as it lands, each source's part as
+// soon as it has (TESSERA_PEER_IPC_WAIT_ALL=1: once every source's part of the chunk has; written
+// in place, only the waits), then every peer told that buffer b is free again.
+void queue_into_place(const call_plan& cp, endpoint& ep, std::uint32_t seq, int b, std::size_t k, bool direct,
+                      watched_copy& watch) {
+  const int mine = cp.mine, me = cp.me;
+  const cudaStream_t side = side_of(mine);
+  const endpoint::lent& l = ep.buffers[static_cast<std::size_t>(b)];
+  std::vector<cuda::gather_piece> g;
+  auto into_place = [&](std::size_t j, int from_rank) {
+    if (direct) return;  // the sources wrote in place
+    g.clear();
+    for (const piece& p : cp.pieces) {
+      if (p.r->dst_device != mine || (from_rank >= 0 && rank_of(p.r->src_device) != from_rank)) continue;
+      const std::size_t a = p.begin(j, k), e2 = p.begin(j + 1, k);
+      if (a == e2) continue;
+      g.push_back({static_cast<unsigned char*>(l.p) + p.offset + a * p.r->width,
+                   static_cast<unsigned char*>(p.r->dst) + a * p.pitch_dst(), p.r->width, p.pitch_dst(), p.r->width,
+                   e2 - a});
+    }
+    // A pitched kernel per piece, filling the SMs the push leaves: on 2 H200 ranks the copy engines
+    // (cudaMemcpy2DAsync) gave 0.609x and one gather kernel of 2 blocks per SM for the chunk
+    // 0.556x, against 0.710x (before the pushing kernel's registers were cut).
+    for (const cuda::gather_piece& x : g)
+      copy_rows(mine, side, x.dst, x.dst_pitch, x.src, x.src_pitch, x.width, x.height,
+                "cudaMemcpy2DAsync (a piece from another rank into place)");
+  };
+  for (std::size_t j = 0; j < k && cp.need > 0; ++j) {
+    for (int q : cp.from) {
+      std::uint32_t* f = &ep.flags[q].sent[b][j];
+      wait_flag(mine, side, f, seq);
+      watch.waits_on(f, seq);
+      if (!wait_all()) into_place(j, q);
+    }
+    if (wait_all()) into_place(j, -1);
+  }
+  // Every peer learns that buffer b is free again, whether or not it pushed into it this time: its
+  // next push there (call seq + 2 or later) waits for the last call that used it.
+  for (int q : cp.ranks)
+    if (q != me) write_flag(mine, side, &ep.peer_flags.at(q)[me].freed[b], seq);
+}
+
+}  // namespace
+
+bool exchange(const rt::copy_region* c, std::size_t n, const int* devices, int nd) {
+  if (mode() == 0) return false;
+  const std::optional<call_plan> plan = plan_call(c, n, devices, nd);
+  if (!plan) return false;
+  const call_plan& cp = *plan;
+  const int me = cp.me, mine = cp.mine;
 
   std::lock_guard<std::mutex> guard(lock());
   rt::device_restorer restore;
-  std::vector<card> cards(static_cast<std::size_t>(P));
-  std::vector<int> owner(static_cast<std::size_t>(P));
-  for (int q = 0; q < P; ++q) owner[static_cast<std::size_t>(q)] = q;
+  std::vector<card> cards(static_cast<std::size_t>(cp.P));
+  std::vector<int> owner(static_cast<std::size_t>(cp.P));
+  for (int q = 0; q < cp.P; ++q) owner[static_cast<std::size_t>(q)] = q;
   card& my = cards[static_cast<std::size_t>(me)];
   std::memset(&my, 0, sizeof my);
   my.host = host_hash();
@@ -239,70 +511,7 @@ bool exchange(const rt::copy_region* c, std::size_t n, const int* devices, int n
       ep = &state();
       seq = ep->seq + 1;
       b = static_cast<int>(seq % 2);
-      if (!have_memops()) throw backend_error("tessera: no stream memory operations");
-      // One GPU per rank for the life of the process (its flags are the ones peers write).
-      if (ep->device >= 0 && ep->device != mine) throw backend_error("tessera: another GPU than the first call's");
-      ep->device = mine;
-      if (ep->flags == nullptr) {
-        // Device memory, not the cache's: IPC exports whole cudaMalloc allocations.
-        void* f = nullptr;
-        const std::size_t bytes = sizeof(slot) * static_cast<std::size_t>(P);
-        rt::check_cuda(cudaMalloc(&f, bytes), "cudaMalloc (the flags of copies between ranks)", mine);
-        rt::check_cuda(cudaMemset(f, 0, bytes), "cudaMemset", mine);
-        rt::check_cuda(cudaIpcGetMemHandle(&ep->flags_handle, f), "cudaIpcGetMemHandle", mine);
-        rt::check_cuda(cudaStreamCreateWithFlags(&ep->release, cudaStreamNonBlocking), "cudaStreamCreateWithFlags",
-                       mine);
-        ep->flags = static_cast<slot*>(f);
-      }
-      if (ep->counters == nullptr) {
-        void* c = nullptr;
-        rt::check_cuda(cudaMalloc(&c, sizeof(std::uint32_t) * max_chunks), "cudaMalloc (chunk counters)", mine);
-        rt::check_cuda(cudaMemset(c, 0, sizeof(std::uint32_t) * max_chunks), "cudaMemset", mine);
-        ep->counters = static_cast<std::uint32_t*>(c);
-      }
-      if (direct) {
-        const std::uint64_t id = rt::allocation_id(into->ptr);
-        auto it = ep->exported.find(id);
-        if (id != 0 && it == ep->exported.end()) {
-          cudaIpcMemHandle_t h{};
-          if (cudaIpcGetMemHandle(&h, into->ptr) == cudaSuccess) {
-            rt::mark_exported(into->ptr);  // freed only once no peer maps it (retired below)
-            it = ep->exported.emplace(id, h).first;
-          } else
-            (void)cudaGetLastError();
-        }
-        if (it != ep->exported.end()) {
-          my.direct = 1;
-          my.array_id = id;
-          my.array = it->second;
-        }
-      }
-      endpoint::lent& l = ep->buffers[static_cast<std::size_t>(b)];
-      if (!my.direct && need > l.bytes) {
-        if (l.p != nullptr) {
-          // Its last call's copies out of it (on the side stream) must be done before it goes;
-          // the sources' writes into it were, before those copies started.
-          rt::check_cuda(cudaStreamSynchronize(side_of(mine)), "cudaStreamSynchronize", mine);
-          rt::check_cuda(cudaFree(l.p), "cudaFree (a receive buffer of copies between ranks)", mine);
-          l = {};
-        }
-        void* p = nullptr;
-        if (cudaMalloc(&p, need) != cudaSuccess) {
-          (void)cudaGetLastError();
-          my.status = 1;  // short of memory: every rank takes NCCL's path
-        } else {
-          l.p = p;
-          l.bytes = need;
-          l.generation = ++ep->generations;
-          rt::check_cuda(cudaIpcGetMemHandle(&l.handle, l.p), "cudaIpcGetMemHandle", mine);
-        }
-      }
-      my.generation = l.generation;
-      my.memory = l.handle;
-      my.flags = ep->flags_handle;
-      retired = rt::retired_blocks(mine, max_retired);
-      my.retired = static_cast<std::uint32_t>(retired.size());
-      for (std::size_t i = 0; i < retired.size(); ++i) my.retired_ids[i] = retired[i].second;
+      fill_card(cp, *ep, b, my, retired);
     } catch (const std::exception&) {
       (void)cudaGetLastError();
       my.status = 1;  // every rank then takes NCCL's path; nothing is queued yet
@@ -313,65 +522,27 @@ bool exchange(const rt::copy_region* c, std::size_t n, const int* devices, int n
   // The peers' dead arrays that this rank maps are closed now; their owners free them after the
   // next collective, which every rank reaches only after this.
   if (ep != nullptr) close_retired(*ep, mine, cards, me);
-  for (int r : ranks) {
+  for (int r : cp.ranks) {
     const card& o = cards[static_cast<std::size_t>(r)];
     if (o.status != 0 || o.host != my.host) return false;
   }
-  direct = my.direct != 0;
+  const bool direct = my.direct != 0;
   // Chunks let a destination copy into place behind the sources; where every destination is
   // written in place, one chunk.
   bool every_direct = true;
-  for (const piece& p : pieces)
+  for (const piece& p : cp.pieces)
     every_direct = every_direct && cards[static_cast<std::size_t>(rank_of(p.r->dst_device))].direct != 0;
   const std::size_t k =
-      every_direct ? 1 : std::clamp<std::size_t>((most + chunk_bytes() - 1) / chunk_bytes(), 1, max_chunks);
+      every_direct ? 1 : std::clamp<std::size_t>((cp.most + chunk_bytes() - 1) / chunk_bytes(), 1, max_chunks);
 
-  // The peers' buffers and flags, opened here (cached). A failure (no IPC between these GPUs)
-  // sends every rank to NCCL, still before anything is queued.
+  // The peers' buffers and flags. A failure (no IPC between these GPUs) sends every rank to NCCL,
+  // still before anything is queued.
   std::int32_t failed = 0;
-  std::vector<void*> target(pieces.size(), nullptr);  // where each of this rank's pieces goes
+  std::vector<void*> target;
   if (mine >= 0) {
     try {
       rt::set_device(mine);
-      for (int q : ranks) {
-        if (q == me || ep->peer_flags.count(q)) continue;
-        void* f = nullptr;
-        const cudaIpcMemHandle_t h = cards[static_cast<std::size_t>(q)].flags;
-        rt::check_cuda(cudaIpcOpenMemHandle(&f, h, cudaIpcMemLazyEnablePeerAccess),
-                       "cudaIpcOpenMemHandle (a peer rank's flags)", mine);
-        ep->peer_flags[q] = static_cast<slot*>(f);
-      }
-      for (std::size_t i = 0; i < pieces.size(); ++i) {
-        const piece& p = pieces[i];
-        if (p.r->src_device != mine) continue;
-        const int q = rank_of(p.r->dst_device);
-        const card& o = cards[static_cast<std::size_t>(q)];
-        if (o.direct) {
-          if (p.r->dst_buf == nullptr) throw backend_error("tessera: a piece without its array");
-          endpoint::array_map& a = ep->peer_arrays[{q, o.array_id}];
-          if (a.p == nullptr) {
-            void* m = nullptr;
-            rt::check_cuda(cudaIpcOpenMemHandle(&m, o.array, cudaIpcMemLazyEnablePeerAccess),
-                           "cudaIpcOpenMemHandle (a peer rank's array)", mine);
-            a.p = m;
-          }
-          a.used = seq;
-          const auto* base = static_cast<const unsigned char*>(p.r->dst_buf->ptr);
-          target[i] = static_cast<unsigned char*>(a.p) + (static_cast<const unsigned char*>(p.r->dst) - base);
-          continue;
-        }
-        endpoint::mapped& m = ep->peer_buffers[{q, b}];
-        if (m.p == nullptr || m.generation != o.generation) {
-          if (m.p != nullptr) (void)cudaIpcCloseMemHandle(m.p);
-          m = {};
-          void* q = nullptr;
-          rt::check_cuda(cudaIpcOpenMemHandle(&q, o.memory, cudaIpcMemLazyEnablePeerAccess),
-                         "cudaIpcOpenMemHandle (a peer rank's receive buffer)", mine);
-          m = {o.generation, q};
-        }
-        target[i] = static_cast<unsigned char*>(m.p) + p.offset;
-      }
-      close_unused_arrays(*ep, mine, seq);
+      target = open_targets(cp, *ep, cards, seq, b);
     } catch (const std::exception&) {
       (void)cudaGetLastError();
       failed = 1;
@@ -398,125 +569,14 @@ bool exchange(const rt::copy_region* c, std::size_t n, const int* devices, int n
   try {
     if (mine >= 0) {
       rt::set_device(mine);
-      const cudaStream_t st = main_of(mine), side = side_of(mine);
       watch = std::make_shared<watched_copy>(mine, ep->release,
                                              "a copy between ranks (CUDA IPC) on " + rt::info(mine).name);
       watch->mark(false);
       // The side stream starts behind the main stream's work so far (the regions' last users).
-      follow(mine, side, st);
-      // The pieces within this GPU first, on the side stream, beside the push: behind the copies
-      // into place they ran once the last chunk had landed, after the whole transfer (2 H200
-      // ranks, 16384^2 floats: 0.821x of a pair's bandwidth per device in place, 0.710x through
-      // the receive buffers). Their kernel reaches the SMs first and the GPU hands out all its
-      // blocks before the push's, so it gets fewer: at its usual 16 blocks per SM (two waves) the
-      // push started 0.1 ms later of 0.93 ms per call. 8 - TESSERA_PEER_IPC_BLOCKS blocks per SM
-      // (8 of 256 threads fill an SM's threads; the push's 56 registers a thread leave it less
-      // room than that, so part of the push still starts behind them), or
-      // TESSERA_PEER_SIDE_BLOCKS.
-      const int beside = side_blocks();
-      for (std::size_t i = 0; i < n; ++i) {
-        const rt::copy_region& r = c[i];
-        if (r.width == 0 || r.height == 0 || r.src_device != r.dst_device || r.dst_device != mine) continue;
-        copy_rows(mine, side, r.dst, r.dst_pitch, r.src, r.src_pitch, r.width, r.height,
-                  "cudaMemcpy2DAsync (a piece within a GPU)", beside);
-      }
-      // Written in place, this rank lets its sources start once its GPU has reached this call.
-      if (direct)
-        for (int q : from) write_flag(mine, st, &ep->peer_flags.at(q)[me].open, seq);
-      // 2. Pushing, once each destination has copied out of buffer b in call seq - 2 (or, written
-      // in place, has reached this call).
-      for (int q : to) {
-        const bool in_place = cards[static_cast<std::size_t>(q)].direct != 0;
-        std::uint32_t* f = in_place ? &ep->flags[q].open : &ep->flags[q].freed[b];
-        const std::uint32_t v = in_place ? seq : seq - 2;
-        wait_flag(mine, st, f, v);
-        watch->waits_on(f, v);
-      }
-      // The pieces' rows of chunk j, j = 0 .. k - 1, in that order (first[j]: chunk j's first).
-      std::vector<cuda::gather_piece> g;
-      std::vector<int> dest_rank;  // of each of g
-      std::vector<int> first{0};
-      for (std::size_t j = 0; j < k; ++j) {
-        for (std::size_t i = 0; i < pieces.size(); ++i) {
-          const piece& p = pieces[i];
-          if (p.r->src_device != mine) continue;
-          const std::size_t a = p.begin(j, k), e2 = p.begin(j + 1, k);
-          if (a == e2) continue;
-          const std::size_t to_pitch =
-              cards[static_cast<std::size_t>(rank_of(p.r->dst_device))].direct ? p.pitch_dst() : p.r->width;
-          g.push_back({static_cast<const unsigned char*>(p.r->src) + a * p.pitch_src(),
-                       static_cast<unsigned char*>(target[i]) + a * to_pitch, p.pitch_src(), to_pitch, p.r->width,
-                       e2 - a});
-          dest_rank.push_back(rank_of(p.r->dst_device));
-        }
-        first.push_back(static_cast<int>(g.size()));
-      }
-      std::vector<std::uint32_t*> flags;
-      for (int q : to) flags.push_back(ep->peer_flags.at(q)[me].sent[b]);
-      bool by_engines = engines() == 1;
-      if (engines() == 2) {
-        by_engines = !to.empty();
-        for (const piece& p : pieces)
-          if (p.r->src_device == mine)
-            by_engines = by_engines && p.r->src_buf != nullptr && p.r->src_buf->kind == memory::device &&
-                         cards[static_cast<std::size_t>(rank_of(p.r->dst_device))].direct != 0;
-      }
-      if (by_engines) {
-        // The copy engines, one destination after another from the next rank on: while every
-        // source keeps pace, each destination receives from one source at a time.
-        for (std::size_t j = 0; j < k; ++j)
-          for (int step = 1; step < P; ++step) {
-            const int q = (me + step) % P;
-            if (std::find(to.begin(), to.end(), q) == to.end()) continue;
-            for (int x = first[j]; x < first[j + 1]; ++x)
-              if (dest_rank[static_cast<std::size_t>(x)] == q)
-                rt::check_cuda(cudaMemcpy2DAsync(g[x].dst, g[x].dst_pitch, g[x].src, g[x].src_pitch, g[x].width,
-                                                 g[x].height, cudaMemcpyDeviceToDevice, st),
-                               "cudaMemcpy2DAsync (a piece to another rank)", mine);
-            write_flag(mine, st, ep->peer_flags.at(q)[me].sent[b] + j, seq);
-          }
-      } else if (!signal_in_kernel() || to.empty() ||
-          !cuda::gather_rows_signalled(mine, st, g.data(), first.data(), static_cast<int>(k), flags.data(),
-                                       static_cast<int>(flags.size()), seq, ep->counters, push_blocks())) {
-        for (std::size_t j = 0; j < k; ++j) {
-          cuda::gather_rows(mine, st, g.data() + first[j], first[j + 1] - first[j], push_blocks());
-          for (std::uint32_t* f : flags) write_flag(mine, st, f + j, seq);
-        }
-      }
-      // 3. Into place, chunk after chunk as it lands, each source's part as soon as it has
-      // (TESSERA_PEER_IPC_WAIT_ALL=1: once every source's part of the chunk has).
-      endpoint::lent& l = ep->buffers[static_cast<std::size_t>(b)];
-      auto into_place = [&](std::size_t j, int from_rank) {
-        if (direct) return;  // the sources wrote in place
-        g.clear();
-        for (const piece& p : pieces) {
-          if (p.r->dst_device != mine || (from_rank >= 0 && rank_of(p.r->src_device) != from_rank)) continue;
-          const std::size_t a = p.begin(j, k), e2 = p.begin(j + 1, k);
-          if (a == e2) continue;
-          g.push_back({static_cast<unsigned char*>(l.p) + p.offset + a * p.r->width,
-                       static_cast<unsigned char*>(p.r->dst) + a * p.pitch_dst(), p.r->width, p.pitch_dst(),
-                       p.r->width, e2 - a});
-        }
-        // A pitched kernel per piece, filling the SMs the push leaves: on 2 H200 ranks the copy
-        // engines (cudaMemcpy2DAsync) gave 0.609x and one gather kernel of 2 blocks per SM for
-        // the chunk 0.556x, against 0.710x (before the pushing kernel's registers were cut).
-        for (const cuda::gather_piece& x : g)
-          copy_rows(mine, side, x.dst, x.dst_pitch, x.src, x.src_pitch, x.width, x.height,
-                    "cudaMemcpy2DAsync (a piece from another rank into place)");
-      };
-      for (std::size_t j = 0; j < k && need > 0; ++j) {
-        for (int q : from) {
-          std::uint32_t* f = &ep->flags[q].sent[b][j];
-          wait_flag(mine, side, f, seq);
-          watch->waits_on(f, seq);
-          if (!wait_all()) into_place(j, q);
-        }
-        if (wait_all()) into_place(j, -1);
-      }
-      // Every peer learns that buffer b is free again, whether or not it pushed into it this time:
-      // its next push there (call seq + 2 or later) waits for the last call that used it.
-      for (int q : ranks)
-        if (q != me) write_flag(mine, side, &ep->peer_flags.at(q)[me].freed[b], seq);
+      follow(mine, side_of(mine), main_of(mine));
+      queue_within(c, n, mine);
+      queue_push(cp, *ep, cards, target, seq, b, k, direct, *watch);
+      queue_into_place(cp, *ep, seq, b, k, direct, *watch);
     }
     // The pieces within another GPU of this rank (not one of the batch's): in stream order there.
     for (std::size_t i = 0; i < n; ++i) {
