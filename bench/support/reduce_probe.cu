@@ -42,6 +42,18 @@ __device__ __forceinline__ unsigned long long global_ns() {
   return t;
 }
 
+// The block's sum of every thread's `v`, in thread 0 (warp shuffles, then the warps' sums).
+template <class Acc>
+__device__ Acc block_sum(Acc v, Acc* smem) {
+  for (int o = 16; o > 0; o /= 2) v += __shfl_down_sync(0xffffffffu, v, o);
+  if (threadIdx.x % 32 == 0) smem[threadIdx.x / 32] = v;
+  __syncthreads();
+  Acc r = 0;
+  if (threadIdx.x == 0)
+    for (int w = 0; w < threads / 32; ++w) r += smem[w];
+  return r;
+}
+
 // Every block's end: fold the block's sums into its partial; the last block to finish folds the
 // partials into the result and signals the host when asked.
 template <class Acc>
@@ -49,13 +61,8 @@ __device__ void finish_block(Acc s, Acc* partials, unsigned* counter, Acc* resul
                              unsigned ticket, unsigned long long* stamps = nullptr) {
   __shared__ Acc smem[threads / 32];
   __shared__ bool last;
-  // block fold: warp shuffles, then the warps' sums
-  for (int o = 16; o > 0; o /= 2) s += __shfl_down_sync(0xffffffffu, s, o);
-  if (threadIdx.x % 32 == 0) smem[threadIdx.x / 32] = s;
-  __syncthreads();
+  const Acc b = block_sum(s, smem);
   if (threadIdx.x == 0) {
-    Acc b = 0;
-    for (int w = 0; w < threads / 32; ++w) b += smem[w];
     partials[blockIdx.x] = b;
     __threadfence();
     last = atomicAdd(counter, 1u) == gridDim.x - 1;
@@ -64,13 +71,9 @@ __device__ void finish_block(Acc s, Acc* partials, unsigned* counter, Acc* resul
   if (!last) return;
   __threadfence();
   Acc a = 0;
-  for (unsigned b = threadIdx.x; b < gridDim.x; b += threads) a += *(volatile Acc*)(partials + b);
-  for (int o = 16; o > 0; o /= 2) a += __shfl_down_sync(0xffffffffu, a, o);
-  if (threadIdx.x % 32 == 0) smem[threadIdx.x / 32] = a;
-  __syncthreads();
+  for (unsigned i = threadIdx.x; i < gridDim.x; i += threads) a += *(volatile Acc*)(partials + i);
+  const Acc r = block_sum(a, smem);
   if (threadIdx.x == 0) {
-    Acc r = 0;
-    for (int w = 0; w < threads / 32; ++w) r += smem[w];
     *result = r;
     *counter = 0;
     if (done != nullptr) {
