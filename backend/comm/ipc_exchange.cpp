@@ -46,7 +46,8 @@
 //      throws.
 // TESSERA_PEER_IPC=0 leaves such batches to NCCL; TESSERA_PEER_IPC_CHUNK_MB (default 64) sets the
 // mean bytes per source per chunk (at most 16 chunks), TESSERA_PEER_IPC_EVEN=0 shrinking chunks,
-// TESSERA_PEER_IPC_BLOCKS the pushing kernel's blocks per SM, TESSERA_PEER_IPC_SIGNAL=0 one pushing
+// TESSERA_PEER_IPC_BLOCKS the pushing kernel's blocks per SM (TESSERA_PEER_SIDE_BLOCKS and
+// TESSERA_PEER_PLACE_BLOCKS those of the copies within a GPU and into place), TESSERA_PEER_IPC_SIGNAL=0 one pushing
 // kernel per chunk, TESSERA_PEER_IPC_WAIT_ALL=1 a chunk into place once every source's part landed.
 #include <backend/comm/comm.hpp>
 #include <backend/comm/ipc.hpp>
@@ -134,15 +135,23 @@ int engines() {
   return e == 0 || e == 1 ? static_cast<int>(e) : 2;
 }
 
-// Equal chunks (TESSERA_PEER_IPC_EVEN, default 1), or chunks that shrink linearly (0). Equal ones
-// were faster on 2 H200 ranks (0.821x of a pair's bandwidth per device against 0.802x) and on 4
-// (0.692x against 0.683x-0.687x, session 41).
 // Blocks per SM of the kernel that copies the pieces within this GPU beside the push (above).
 int side_blocks() {
   static const long b = setting("TESSERA_PEER_SIDE_BLOCKS", 0);
   return b >= 1 && b <= 16 ? static_cast<int>(b) : std::max(1, 8 - push_blocks());
 }
 
+// Blocks per SM of the kernels that copy each landed chunk into place (TESSERA_PEER_PLACE_BLOCKS,
+// 1 to 16, default 16: the pitched copy's full grid). They start once the push is resident, so
+// they take only the room it leaves; fewer leave the push more of the SMs' issue slots.
+int place_blocks() {
+  static const long b = setting("TESSERA_PEER_PLACE_BLOCKS", 16);
+  return b >= 1 && b <= 16 ? static_cast<int>(b) : 16;
+}
+
+// Equal chunks (TESSERA_PEER_IPC_EVEN, default 1), or chunks that shrink linearly (0). Equal ones
+// were faster on 2 H200 ranks (0.821x of a pair's bandwidth per device against 0.802x) and on 4
+// (0.692x against 0.683x-0.687x, session 41).
 bool even_chunks() {
   static const bool e = setting("TESSERA_PEER_IPC_EVEN", 1) != 0;
   return e;
@@ -467,7 +476,7 @@ void queue_into_place(const call_plan& cp, endpoint& ep, std::uint32_t seq, int 
     // 0.556x, against 0.710x (before the pushing kernel's registers were cut).
     for (const cuda::gather_piece& x : g)
       copy_rows(mine, side, x.dst, x.dst_pitch, x.src, x.src_pitch, x.width, x.height,
-                "cudaMemcpy2DAsync (a piece from another rank into place)");
+                "cudaMemcpy2DAsync (a piece from another rank into place)", place_blocks());
   };
   for (std::size_t j = 0; j < k && cp.need > 0; ++j) {
     for (int q : cp.from) {
