@@ -7,16 +7,19 @@
 // whose peer died or called something else never returns, which is the hang the issue forbids.
 // A collective that cannot be cancelled is left behind, and the layer is marked broken.
 #include <backend/process/backoff.hpp>
+#include <backend/process/mailbox.hpp>
 #include <backend/process/mpi.hpp>
 #include <tessera/distributed.hpp>
 
 #include <algorithm>
 #include <atomic>
 #include <chrono>
+#include <cstddef>
 #include <cstdlib>
 #include <cstring>
 #include <filesystem>
 #include <limits>
+#include <memory>
 #include <mutex>
 #include <string>
 #include <thread>
@@ -50,6 +53,10 @@ struct layer {
 #if TESSERA_HAS_MPI
   MPI_Comm comm = MPI_COMM_NULL;  // a duplicate of MPI_COMM_WORLD: our messages only
 #endif
+  // The consistency checks through shared memory (mailbox.hpp) when every rank shares this node;
+  // null: through MPI. `checks` counts them (every rank makes the same ones in the same order).
+  std::unique_ptr<node_mailbox> mailbox;
+  std::uint64_t checks = 0;
 };
 
 layer& lay() {
@@ -162,24 +169,28 @@ void check(int rc, const char* call, const std::string& what) {
   throw distributed_error(rank_prefix() + l.broken);
 }
 
+// Throws, marking the layer broken, once a wait that began at `start` has passed the deadline.
+void check_deadline(std::chrono::steady_clock::time_point start, const std::string& what, int peer) {
+  layer& l = lay();
+  const double waited = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  if (l.timeout_s <= 0 || waited <= l.timeout_s) return;
+  l.broken = what + " did not complete within " + std::to_string(static_cast<int>(l.timeout_s)) + " s" +
+             (peer >= 0 ? " (waiting for rank " + std::to_string(peer) + ")" : "") +
+             ": a peer rank died, hangs, or made a different call (every rank must make the same Tessera calls "
+             "in the same order); TESSERA_MPI_TIMEOUT sets the limit";
+  throw distributed_error(rank_prefix() + l.broken);
+}
+
 // Waits for a request, polling, until the deadline; on timeout the layer is broken (an MPI
 // collective cannot be cancelled) and every later call says so.
 void wait(MPI_Request& req, MPI_Status* status, const std::string& what, int peer = -1) {
-  layer& l = lay();
   const auto start = std::chrono::steady_clock::now();
   comm::backoff pace(spin_time());  // spins, then sleeps (backoff.hpp: why)
   for (;;) {
     int done = 0;
     check(MPI_Test(&req, &done, status), "MPI_Test", what);
     if (done) return;
-    const double waited = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
-    if (l.timeout_s > 0 && waited > l.timeout_s) {
-      l.broken = what + " did not complete within " + std::to_string(static_cast<int>(l.timeout_s)) + " s" +
-                 (peer >= 0 ? " (waiting for rank " + std::to_string(peer) + ")" : "") +
-                 ": a peer rank died, hangs, or made a different call (every rank must make the same Tessera calls "
-                 "in the same order); TESSERA_MPI_TIMEOUT sets the limit";
-      throw distributed_error(rank_prefix() + l.broken);
-    }
+    check_deadline(start, what, peer);
     pace.pause();
   }
 }
@@ -259,6 +270,34 @@ struct call_record {
   char payload[inline_payload];
 };
 
+// The records' bytes that matter: all but the payload's unused tail.
+std::size_t used_bytes(const call_record& r) {
+  return offsetof(call_record, payload) + std::min<std::size_t>(r.payload_bytes, inline_payload);
+}
+
+// Every rank's record through the node's mailbox: this rank's posted, the others' read as they
+// come, with the same deadline as an MPI wait. The caller holds the layer's lock.
+void exchange_records(const call_record& mine, std::vector<call_record>& all, const std::string& what) {
+  layer& l = lay();
+  const std::uint64_t c = ++l.checks;
+  l.mailbox->post(l.rank, c, &mine, used_bytes(mine));
+  const auto start = std::chrono::steady_clock::now();
+  comm::backoff pace(spin_time());
+  for (int q = 0; q < l.size; ++q) {
+    const void* r = nullptr;
+    while ((r = l.mailbox->peek(q, c)) == nullptr) {
+      check_deadline(start, what, q);
+      pace.pause();
+    }
+    call_record& to = all[static_cast<std::size_t>(q)];
+    std::memcpy(&to, r, offsetof(call_record, payload));
+    to.what[sizeof to.what - 1] = '\0';
+    to.failure[sizeof to.failure - 1] = '\0';
+    std::memcpy(to.payload, static_cast<const char*>(r) + offsetof(call_record, payload),
+                std::min<std::size_t>(to.payload_bytes, inline_payload));
+  }
+}
+
 // The consistency check (mpi.hpp, agree), carrying `bytes` <= inline_payload of `payload` when
 // `inline_used`; returns every rank's record. The caller holds the layer's lock.
 std::vector<call_record> agree_locked(const char* what, std::uint64_t size, bool inline_used, const void* payload,
@@ -274,11 +313,15 @@ std::vector<call_record> agree_locked(const char* what, std::uint64_t size, bool
   mine.payload_bytes = static_cast<std::uint32_t>(bytes);
   if (bytes > 0) std::memcpy(mine.payload, payload, bytes);
   std::vector<call_record> all(static_cast<std::size_t>(l.size));
-  MPI_Request req;
   const std::string name = std::string("the consistency check of ") + what;
-  check(MPI_Iallgather(&mine, sizeof mine, MPI_BYTE, all.data(), sizeof mine, MPI_BYTE, l.comm, &req),
-        "MPI_Iallgather", name);
-  wait(req, MPI_STATUS_IGNORE, name);
+  if (l.mailbox) {
+    exchange_records(mine, all, name);
+  } else {
+    MPI_Request req;
+    check(MPI_Iallgather(&mine, sizeof mine, MPI_BYTE, all.data(), sizeof mine, MPI_BYTE, l.comm, &req),
+          "MPI_Iallgather", name);
+    wait(req, MPI_STATUS_IGNORE, name);
+  }
   // A failed rank takes part in the check, so every rank learns of it in this one round instead
   // of each waiting out its own deadline on work the failed rank will never serve.
   std::string failures;
@@ -304,6 +347,64 @@ std::vector<call_record> agree_locked(const char* what, std::uint64_t size, bool
   // Every rank saw the same records, so every rank throws here and the layer stays usable.
   throw distributed_error(rank_prefix() + "ranks made different calls: " + calls +
                           "; every rank must make the same Tessera calls, with the same sizes, in the same order");
+}
+
+// The node's mailbox, when every rank runs on this node and TESSERA_MPI_MAILBOX is not 0: rank 0
+// creates it and sends its name, the others map it, and every rank uses it only if all could (else
+// the checks stay MPI_Allgathers). Rank 0 then removes the name: nothing is left behind in
+// /dev/shm, even by a job that crashes.
+void open_mailbox(layer& l) {
+  const char* v = std::getenv("TESSERA_MPI_MAILBOX");
+  int ok = l.local_size == l.size && !(v != nullptr && std::strcmp(v, "0") == 0) ? 1 : 0;
+  const std::string what = "distributed::init (the node's mailbox)";
+  char name[64] = {};
+  std::string why;
+  std::unique_ptr<node_mailbox> box;
+  if (l.rank == 0 && ok) {
+    box = node_mailbox::create(l.size, sizeof(call_record), why);
+    if (box) std::strncpy(name, box->name().c_str(), sizeof name - 1);
+  }
+  MPI_Request req;
+  check(MPI_Ibcast(name, sizeof name, MPI_CHAR, 0, l.comm, &req), "MPI_Ibcast", what);
+  wait(req, MPI_STATUS_IGNORE, what);
+  if (l.rank != 0 && ok && name[0] != '\0') box = node_mailbox::open(name, l.size, sizeof(call_record), why);
+  ok = ok && box ? 1 : 0;
+  check(MPI_Iallreduce(MPI_IN_PLACE, &ok, 1, MPI_INT, MPI_MIN, l.comm, &req), "MPI_Iallreduce", what);
+  wait(req, MPI_STATUS_IGNORE, what);
+  if (box && l.rank == 0) box->unlink();
+  if (ok) l.mailbox = std::move(box);
+}
+
+// `o` over every rank's `count` elements of type t (their payloads in `all`), into `data`, in rank
+// order. Sums and products in unsigned arithmetic, so that they wrap as MPI's (allreduce below).
+template <class S, class U>
+void fold_as(void* data, std::size_t count, comm::op o, const std::vector<call_record>& all) {
+  for (std::size_t i = 0; i < count; ++i) {
+    S acc{};
+    for (std::size_t q = 0; q < all.size(); ++q) {
+      S x;
+      std::memcpy(&x, all[q].payload + i * sizeof(S), sizeof(S));
+      if (q == 0) {
+        acc = x;
+        continue;
+      }
+      switch (o) {
+        case comm::op::sum: acc = static_cast<S>(static_cast<U>(acc) + static_cast<U>(x)); break;
+        case comm::op::prod: acc = static_cast<S>(static_cast<U>(acc) * static_cast<U>(x)); break;
+        case comm::op::max: acc = std::max(acc, x); break;
+        default: acc = std::min(acc, x); break;
+      }
+    }
+    std::memcpy(static_cast<char*>(data) + i * sizeof(S), &acc, sizeof(S));
+  }
+}
+
+void fold_records(void* data, std::size_t count, comm::dtype t, comm::op o, const std::vector<call_record>& all) {
+  switch (t) {
+    case comm::dtype::u8: fold_as<std::uint8_t, unsigned>(data, count, o, all); break;
+    case comm::dtype::i32: fold_as<std::int32_t, std::uint32_t>(data, count, o, all); break;
+    default: fold_as<std::int64_t, std::uint64_t>(data, count, o, all); break;
+  }
 }
 
 }  // namespace
@@ -485,6 +586,17 @@ void allreduce(void* data, std::size_t count, comm::dtype t, comm::op o, const c
   const MPI_Op op = o == comm::op::sum ? MPI_SUM : o == comm::op::prod ? MPI_PROD : o == comm::op::max ? MPI_MAX : MPI_MIN;
   layer& l = lay();
   if (!l.spans || count == 0) return;
+  if (count * size <= inline_payload) {
+    // Small (a flag, a count): every rank's elements ride along with the consistency check, and
+    // every rank folds them in rank order, one round instead of two.
+    std::vector<call_record> all;
+    {
+      std::lock_guard<std::mutex> lock(l.m);
+      all = agree_locked(what, count * size, true, data, count * size);
+    }
+    fold_records(data, count, t, o, all);
+    return;
+  }
   agree(what, count * size);
   std::lock_guard<std::mutex> lock(l.m);
   const std::size_t per_call = max_message / size;
@@ -589,6 +701,7 @@ bool start(int& argc, char**& argv) {
     check(MPI_Comm_size(node, &l.local_size), "MPI_Comm_size", what);
     MPI_Comm_free(&node);
     l.spans = l.size > 1;
+    if (l.spans) open_mailbox(l);
   }
 #endif
   (void)argc, (void)argv;
@@ -619,6 +732,7 @@ void finalize() {
     // will never serve): end the whole job.
     MPI_Abort(l.comm, 1);
   }
+  l.mailbox.reset();
   if (l.comm != MPI_COMM_NULL) MPI_Comm_free(&l.comm);
   if (l.started_mpi) {
     int done = 0;
