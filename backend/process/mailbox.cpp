@@ -4,8 +4,8 @@
 
 #include <atomic>
 #include <cerrno>
+#include <chrono>
 #include <cstring>
-#include <random>
 
 #include <fcntl.h>
 #include <sys/mman.h>
@@ -35,11 +35,11 @@ void* map(int fd, std::size_t bytes, std::string& why) {
 std::unique_ptr<node_mailbox> node_mailbox::create(int ranks, std::size_t record_bytes, std::string& why) {
   const std::size_t stride = stride_for(record_bytes);
   const std::size_t bytes = stride * 2 * static_cast<std::size_t>(ranks);
-  // A name no other job on the node uses: this process's id and a random tag (O_EXCL refuses a
-  // clash, and the next tag is tried).
-  std::random_device rd;
+  // A name no other job on the node uses: this process's id and the clock (O_EXCL refuses a clash,
+  // and the next tag is tried).
+  const auto tag = static_cast<unsigned long long>(std::chrono::steady_clock::now().time_since_epoch().count());
   for (int attempt = 0; attempt < 8; ++attempt) {
-    const std::string name = "/tessera-" + std::to_string(getpid()) + "-" + std::to_string(rd() & 0xffffffu);
+    const std::string name = "/tessera-" + std::to_string(getpid()) + "-" + std::to_string(tag + attempt);
     const int fd = shm_open(name.c_str(), O_CREAT | O_EXCL | O_RDWR, S_IRUSR | S_IWUSR);
     if (fd < 0 && errno == EEXIST) continue;
     if (fd < 0) {
