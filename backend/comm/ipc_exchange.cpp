@@ -95,13 +95,17 @@ std::size_t chunk_bytes() {
   return static_cast<std::size_t>(mb > 0 ? mb : 64) << 20;
 }
 
-// Blocks per SM of the pushing kernel (TESSERA_PEER_IPC_BLOCKS, 1 to 8, default 4). Its blocks loop
-// over the work until it is done, so with all 8 the copies into place on the side stream found no
-// room and ran only between chunks: on 4 H100 ranks the re-shard took the push's time plus the
-// copies' (0.680x of a pair's bandwidth per device against 0.80x for the push alone).
-int push_blocks() {
-  static const long x = setting("TESSERA_PEER_IPC_BLOCKS", 4);
-  return x >= 1 && x <= 8 ? static_cast<int>(x) : 4;
+// Blocks per SM of the pushing kernel (TESSERA_PEER_IPC_BLOCKS, 1 to 8). Its blocks loop over the
+// work until it is done, so with all 8 the copies into place on the side stream found no room and
+// ran only between chunks: on 4 H100 ranks the re-shard took the push's time plus the copies'
+// (0.680x of a pair's bandwidth per device against 0.80x for the push alone). Default: 3 where a
+// destination copies into place beside the push (`staged`), else 4. Measured on H200s, 16384^2
+// floats, per device over a pair's bandwidth, 3 against 4: into place 0.829x-0.838x against
+// 0.801x-0.821x on 2 ranks, 0.750x against 0.742x on 4; written in place 0.965x-0.969x against
+// 0.972x-0.978x on 2, 0.895x against 0.905x on 4.
+int push_blocks(bool staged) {
+  static const long x = setting("TESSERA_PEER_IPC_BLOCKS", 0);
+  return x >= 1 && x <= 8 ? static_cast<int>(x) : staged ? 3 : 4;
 }
 
 // How every chunk is pushed (TESSERA_PEER_IPC_SIGNAL): 1 (default) one kernel for all of them that
@@ -136,9 +140,9 @@ int engines() {
 }
 
 // Blocks per SM of the kernel that copies the pieces within this GPU beside the push (above).
-int side_blocks() {
+int side_blocks(int push) {
   static const long b = setting("TESSERA_PEER_SIDE_BLOCKS", 0);
-  return b >= 1 && b <= 16 ? static_cast<int>(b) : std::max(1, 8 - push_blocks());
+  return b >= 1 && b <= 16 ? static_cast<int>(b) : std::max(1, 8 - push);
 }
 
 // Blocks per SM of the kernels that copy each landed chunk into place (TESSERA_PEER_PLACE_BLOCKS,
@@ -366,11 +370,11 @@ std::vector<void*> open_targets(const call_plan& cp, endpoint& ep, const std::ve
 // whole transfer (2 H200 ranks, 16384^2 floats: 0.821x of a pair's bandwidth per device in place,
 // 0.710x through the receive buffers). Their kernel reaches the SMs first and the GPU hands out
 // all its blocks before the push's, so it gets fewer: at its usual 16 blocks per SM (two waves)
-// the push started 0.1 ms later of 0.93 ms per call. 8 - TESSERA_PEER_IPC_BLOCKS blocks per SM
+// the push started 0.1 ms later of 0.93 ms per call. 8 minus the push's blocks per SM
 // (8 of 256 threads fill an SM's threads; the push's 56 registers a thread leave it less room than
 // that, so part of the push still starts behind them), or TESSERA_PEER_SIDE_BLOCKS.
-void queue_within(const rt::copy_region* c, std::size_t n, int mine) {
-  const int beside = side_blocks();
+void queue_within(const rt::copy_region* c, std::size_t n, int mine, int push) {
+  const int beside = side_blocks(push);
   for (std::size_t i = 0; i < n; ++i) {
     const rt::copy_region& r = c[i];
     if (r.width == 0 || r.height == 0 || r.src_device != r.dst_device || r.dst_device != mine) continue;
@@ -384,7 +388,7 @@ void queue_within(const rt::copy_region* c, std::size_t n, int mine) {
 // seq - 2 (or, written in place, has reached this call), each destination's flag for a chunk
 // written once its part of the chunk has landed.
 void queue_push(const call_plan& cp, endpoint& ep, const std::vector<card>& cards, const std::vector<void*>& target,
-                std::uint32_t seq, int b, std::size_t k, bool direct, watched_copy& watch) {
+                std::uint32_t seq, int b, std::size_t k, bool direct, int push, watched_copy& watch) {
   const int mine = cp.mine, me = cp.me, P = cp.P;
   const auto& to = cp.to;
   const cudaStream_t st = main_of(mine);
@@ -443,9 +447,9 @@ void queue_push(const call_plan& cp, endpoint& ep, const std::vector<card>& card
       }
   } else if (!signal_in_kernel() || to.empty() ||
              !cuda::gather_rows_signalled(mine, st, g.data(), first.data(), static_cast<int>(k), flags.data(),
-                                          static_cast<int>(flags.size()), seq, ep.counters, push_blocks())) {
+                                          static_cast<int>(flags.size()), seq, ep.counters, push)) {
     for (std::size_t j = 0; j < k; ++j) {
-      cuda::gather_rows(mine, st, g.data() + first[j], first[j + 1] - first[j], push_blocks());
+      cuda::gather_rows(mine, st, g.data() + first[j], first[j + 1] - first[j], push);
       for (std::uint32_t* f : flags) write_flag(mine, st, f + j, seq);
     }
   }
@@ -583,8 +587,9 @@ bool exchange(const rt::copy_region* c, std::size_t n, const int* devices, int n
       watch->mark(false);
       // The side stream starts behind the main stream's work so far (the regions' last users).
       follow(mine, side_of(mine), main_of(mine));
-      queue_within(c, n, mine);
-      queue_push(cp, *ep, cards, target, seq, b, k, direct, *watch);
+      const int push = push_blocks(!every_direct);
+      queue_within(c, n, mine, push);
+      queue_push(cp, *ep, cards, target, seq, b, k, direct, push, *watch);
       queue_into_place(cp, *ep, seq, b, k, direct, *watch);
     }
     // The pieces within another GPU of this rank (not one of the batch's): in stream order there.
