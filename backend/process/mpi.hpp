@@ -39,7 +39,8 @@ std::vector<std::vector<device_record>> exchange_devices(const std::vector<devic
 // difference throws distributed_error on every rank, naming what each rank called. It also carries
 // each rank's failure (fail() below): when any rank has failed, every rank throws, naming it, and
 // the failure becomes every rank's. Collective; a no-op on one rank. Every function below except
-// send/recv calls it first.
+// send/recv calls it first. One MPI_Allgather of every rank's record, or, where every rank runs on
+// one node, an exchange through the node's mailbox in shared memory (mailbox.hpp).
 void agree(const char* what, std::uint64_t size);
 
 // Marks this rank failed: an NCCL collective spanning ranks failed or timed out here and its
@@ -67,7 +68,8 @@ void share_blocks(void* data, std::size_t n, std::size_t bytes, const int* owner
 // owner[i] before, on every rank after. One MPI_Allgatherv per GiB moved in all. Collective.
 void share(void* const* blocks, const std::size_t* sizes, const int* owner, std::size_t n, const char* what);
 // `count` elements of type t at `data` become, on every rank, `o` over every rank's elements:
-// one MPI_Allreduce. Integer and byte types only (u8, i32, i64: sums and products wrap, so any
+// up to 256 bytes ride along with the consistency check (one round), more take an MPI_Allreduce
+// after it. Integer and byte types only (u8, i32, i64: sums and products wrap, so any
 // order gives the same bits); floating types throw invalid_argument. Collective.
 void allreduce(void* data, std::size_t count, comm::dtype t, comm::op o, const char* what);
 // Point to point between two ranks, matched in program order (both sides name each other).
