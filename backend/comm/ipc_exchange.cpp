@@ -100,8 +100,8 @@ std::size_t chunk_bytes() {
 // ran only between chunks: on 4 H100 ranks the re-shard took the push's time plus the copies'
 // (0.680x of a pair's bandwidth per device against 0.80x for the push alone). Default: 3 where a
 // destination copies into place beside the push (`staged`), else 4. Measured on H200s, 16384^2
-// floats, per device over a pair's bandwidth, 3 against 4: into place 0.829x-0.838x against
-// 0.801x-0.821x on 2 ranks, 0.750x against 0.742x on 4; written in place 0.965x-0.969x against
+// floats, per device over a pair's bandwidth, 3 against 4: into place 0.829x-0.843x against
+// 0.801x-0.833x on 2 ranks, 0.750x against 0.742x on 4; written in place 0.965x-0.969x against
 // 0.972x-0.978x on 2, 0.895x against 0.905x on 4.
 int push_blocks(bool staged) {
   static const long x = setting("TESSERA_PEER_IPC_BLOCKS", 0);
@@ -147,7 +147,8 @@ int side_blocks(int push) {
 
 // Blocks per SM of the kernels that copy each landed chunk into place (TESSERA_PEER_PLACE_BLOCKS,
 // 1 to 16, default 16: the pitched copy's full grid). They start once the push is resident, so
-// they take only the room it leaves; fewer leave the push more of the SMs' issue slots.
+// they take only the room it leaves. Fewer were not faster on 2 H200 ranks: 4 and 8 gave 0.811x and
+// 0.821x of a pair's bandwidth per device against 0.824x-0.825x.
 int place_blocks() {
   static const long b = setting("TESSERA_PEER_PLACE_BLOCKS", 16);
   return b >= 1 && b <= 16 ? static_cast<int>(b) : 16;
