@@ -235,9 +235,9 @@ std::optional<call_plan> plan_call(const rt::copy_region* c, std::size_t n, cons
       cp.may_direct = false;
     cp.into = d;
   }
+  auto& to = cp.to;
+  auto& from = cp.from;
   for (const piece& p : cp.pieces) {
-    auto& to = cp.to;
-    auto& from = cp.from;
     if (p.r->src_device == mine && std::find(to.begin(), to.end(), rank_of(p.r->dst_device)) == to.end())
       to.push_back(rank_of(p.r->dst_device));
     if (p.r->dst_device == mine && std::find(from.begin(), from.end(), rank_of(p.r->src_device)) == from.end())
