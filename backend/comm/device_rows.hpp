@@ -1,7 +1,6 @@
 // SPDX-License-Identifier: Apache-2.0
 // Private to backend/comm's exchanges across GPUs (nccl_exchange.cpp, ipc_exchange.cpp): a device's
-// streams, one following another, and rows copied within one GPU. Includes the CUDA runtime: GPU
-// builds only.
+// streams, and rows copied within one GPU. Includes the CUDA runtime: GPU builds only.
 #pragma once
 #include <backend/cuda/strided_copy.hpp>
 #include <backend/runtime/runtime.hpp>
@@ -15,16 +14,6 @@ namespace tessera::detail::comm {
 inline cudaStream_t main_of(int device) { return static_cast<cudaStream_t>(rt::stream(device)); }
 inline cudaStream_t side_of(int device) { return static_cast<cudaStream_t>(rt::side_stream(device)); }
 
-// `waiter` goes on only after the work queued on `after` so far (both streams of `device`).
-inline void follow(int device, cudaStream_t waiter, cudaStream_t after) {
-  cudaEvent_t e = nullptr;
-  rt::check_cuda(cudaEventCreateWithFlags(&e, cudaEventDisableTiming), "cudaEventCreateWithFlags", device);
-  const cudaError_t r = cudaEventRecord(e, after);
-  const cudaError_t w = r == cudaSuccess ? cudaStreamWaitEvent(waiter, e, 0) : r;
-  (void)cudaEventDestroy(e);  // CUDA keeps it until the queued wait is done
-  rt::check_cuda(r, "cudaEventRecord", device);
-  rt::check_cuda(w, "cudaStreamWaitEvent", device);
-}
 
 // Rows on one GPU: a kernel (HBM speed; a pitched copy-engine copy within a GPU is much slower), or
 // cudaMemcpy2DAsync where the sizes are not multiples of 4 bytes. `blocks_per_sm`: the kernel's

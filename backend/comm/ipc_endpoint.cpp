@@ -85,13 +85,13 @@ std::uint64_t host_hash() {
 
 
 watched_copy::~watched_copy() {
-  if (before_ != nullptr) (void)cudaEventDestroy(before_);
-  if (after_ != nullptr) (void)cudaEventDestroy(after_);
+  rt::give_event(device_, before_);
+  rt::give_event(device_, after_);
 }
 
 void watched_copy::mark(bool after) {
   cudaEvent_t& e = after ? after_ : before_;
-  rt::check_cuda(cudaEventCreateWithFlags(&e, cudaEventDisableTiming), "cudaEventCreateWithFlags", device_);
+  if (e == nullptr) e = static_cast<cudaEvent_t>(rt::take_event(device_));
   rt::check_cuda(cudaEventRecord(e, main_of(device_)), "cudaEventRecord", device_);
 }
 

@@ -587,7 +587,7 @@ bool exchange(const rt::copy_region* c, std::size_t n, const int* devices, int n
                                              "a copy between ranks (CUDA IPC) on " + rt::info(mine).name);
       watch->mark(false);
       // The side stream starts behind the main stream's work so far (the regions' last users).
-      follow(mine, side_of(mine), main_of(mine));
+      rt::stream_after(mine, side_of(mine), main_of(mine));
       const int push = push_blocks(!every_direct);
       queue_within(c, n, mine, push);
       queue_push(cp, *ep, cards, target, seq, b, k, direct, push, *watch);
@@ -611,7 +611,7 @@ bool exchange(const rt::copy_region* c, std::size_t n, const int* devices, int n
   if (watch) {
     try {
       rt::set_device(mine);
-      follow(mine, main_of(mine), side_of(mine));
+      rt::stream_after(mine, main_of(mine), side_of(mine));
       watch->mark(true);
       watch_in_background(watch);
     } catch (...) {

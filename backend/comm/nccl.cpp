@@ -216,15 +216,15 @@ class queued_group final : public inflight {
  public:
   queued_group(std::shared_ptr<comm_set> set, std::string name) : set_(std::move(set)), name_(std::move(name)) {}
   ~queued_group() override {
-    for (cudaEvent_t e : before_) (void)cudaEventDestroy(e);  // released once recorded work is done
-    for (cudaEvent_t e : after_) (void)cudaEventDestroy(e);
+    for (auto* v : {&before_, &after_})
+      for (const auto& [d, e] : *v) rt::give_event(d, e);
   }
   // Records an event on `stream` (the current device's): before the group, then after it.
   void mark(cudaStream_t stream, int device, bool after) {
-    cudaEvent_t e = nullptr;
-    rt::check_cuda(cudaEventCreateWithFlags(&e, cudaEventDisableTiming), "cudaEventCreateWithFlags",
-                   rt::info(device).ordinal);
-    (after ? after_ : before_).push_back(e);
+    auto& v = after ? after_ : before_;
+    v.reserve(v.size() + 1);
+    const auto e = static_cast<cudaEvent_t>(rt::take_event(device));
+    v.push_back({device, e});
     rt::check_cuda(cudaEventRecord(e, stream), "cudaEventRecord", rt::info(device).ordinal);
   }
   state poll() override {
@@ -262,8 +262,8 @@ class queued_group final : public inflight {
   std::string name() const override { return name_; }
 
  private:
-  static bool done(const std::vector<cudaEvent_t>& events) {
-    for (cudaEvent_t e : events) {
+  static bool done(const std::vector<std::pair<int, cudaEvent_t>>& events) {
+    for (const auto& [d, e] : events) {
       const cudaError_t q = cudaEventQuery(e);
       if (q == cudaErrorNotReady) return false;
       (void)cudaGetLastError();  // another error (the runtime unloading at exit): nothing to wait for
@@ -272,7 +272,7 @@ class queued_group final : public inflight {
   }
   std::shared_ptr<comm_set> set_;
   std::string name_;
-  std::vector<cudaEvent_t> before_, after_;
+  std::vector<std::pair<int, cudaEvent_t>> before_, after_;  // (device, event)
 };
 
 // One communicator per device of this rank in a list spanning ranks: list rank r is NCCL rank r.

@@ -33,6 +33,7 @@
 #include <cstdlib>
 #include <memory>
 #include <string>
+#include <utility>
 #include <vector>
 
 namespace tessera::detail::comm::nccl {
@@ -74,16 +75,19 @@ struct staging {
   staging& operator=(const staging&) = delete;
 };
 
-// Events destroyed once the function returns (CUDA keeps them until their queued waits are done).
+// Events given back to their GPUs' pools once the function returns (rt::take_event).
 struct events {
-  std::vector<cudaEvent_t> all;
+  std::vector<std::pair<int, cudaEvent_t>> all;
+  events() = default;
+  events(const events&) = delete;
+  events& operator=(const events&) = delete;
   ~events() {
-    for (cudaEvent_t e : all) (void)cudaEventDestroy(e);
+    for (const auto& [d, e] : all) rt::give_event(d, e);
   }
   cudaEvent_t record(int device, cudaStream_t st) {
-    cudaEvent_t e = nullptr;
-    rt::check_cuda(cudaEventCreateWithFlags(&e, cudaEventDisableTiming), "cudaEventCreateWithFlags", device);
-    all.push_back(e);
+    all.reserve(all.size() + 1);
+    const auto e = static_cast<cudaEvent_t>(rt::take_event(device));
+    all.push_back({device, e});
     rt::check_cuda(cudaEventRecord(e, st), "cudaEventRecord", device);
     return e;
   }

@@ -83,13 +83,22 @@ int side_copy_blocks() {
   return blocks;
 }
 
-// Destroys a batch's events however the batch ends (CUDA keeps an event until the waits queued
-// on it are done).
-struct event_releaser {
-  std::vector<cudaEvent_t>& ev;
-  ~event_releaser() {
-    for (auto e : ev)
-      if (e) (void)cudaEventDestroy(e);
+// A batch's events, given back to their GPUs' pools however the batch ends (rt::take_event).
+struct batch_events {
+  std::vector<copy_ticket::held> held;
+  batch_events() = default;
+  batch_events(const batch_events&) = delete;
+  batch_events& operator=(const batch_events&) = delete;
+  ~batch_events() {
+    for (const auto& h : held) give_event(h.device, h.event);
+  }
+  // An event of `device` (current) recorded on `st`.
+  cudaEvent_t record(int device, cudaStream_t st) {
+    held.reserve(held.size() + 1);
+    const auto e = static_cast<cudaEvent_t>(take_event(device));
+    held.push_back({device, e});
+    cuda_check(cudaEventRecord(e, st), "cudaEventRecord", device);
+    return e;
   }
 };
 
@@ -118,14 +127,8 @@ void push_peers(const copy_region* c, std::size_t n, bool scatter) {
   for (std::size_t i = 0; i < n; ++i)
     for (int d : {c[i].src_device, c[i].dst_device})
       if (std::find(devices.begin(), devices.end(), d) == devices.end()) devices.push_back(d);
-  std::vector<cudaEvent_t> events;
-  event_releaser release{events};
-  auto record = [&](int device, cudaStream_t st) {
-    events.push_back(nullptr);
-    cuda_check(cudaEventCreateWithFlags(&events.back(), cudaEventDisableTiming), "cudaEventCreateWithFlags", device);
-    cuda_check(cudaEventRecord(events.back(), st), "cudaEventRecord", device);
-    return events.back();
-  };
+  batch_events events;
+  auto record = [&](int device, cudaStream_t st) { return events.record(device, st); };
   auto main_stream = [](int d) { return static_cast<cudaStream_t>(stream(d)); };
   std::vector<cudaEvent_t> ready(G, nullptr);
   for (int d : devices) {
@@ -243,21 +246,16 @@ void copy_peers(const copy_region* c, std::size_t n, copy_ticket* ticket, bool g
     for (int d : dsts) add(marked, d);
   const auto G = static_cast<std::size_t>(get().gpu_count);
   std::vector<cudaEvent_t> ready(G, nullptr), done(G, nullptr);
-  auto record = [](int device, cudaEvent_t& e, cudaStream_t st) {
-    cuda_check(cudaEventCreateWithFlags(&e, cudaEventDisableTiming), "cudaEventCreateWithFlags", device);
-    cuda_check(cudaEventRecord(e, st), "cudaEventRecord", device);
-  };
+  // Given back once the waits on them are queued; a ticket's `done` events once finish_copies
+  // has queued its waits.
+  batch_events events;
+  auto record = [&](int device, cudaEvent_t& e, cudaStream_t st) { e = events.record(device, st); };
   auto reads = [&](int dst, int src) {
     for (std::size_t i = 0; i < n; ++i)
       if (c[i].dst_device == dst && c[i].src_device == src) return true;
     return false;
   };
   auto main_stream = [](int d) { return static_cast<cudaStream_t>(stream(d)); };
-  // Events are destroyed once waited on (CUDA releases them after the queued waits); a ticket's
-  // `done` events live until finish_copies has queued its waits.
-  event_releaser release_ready{ready};
-  std::vector<cudaEvent_t> kept;
-  event_releaser release_done{ticket ? kept : done};
   for (int s : marked) {
     device_guard guard(s);
     record(s, ready[static_cast<std::size_t>(s)], main_stream(s));
@@ -315,24 +313,25 @@ void copy_peers(const copy_region* c, std::size_t n, copy_ticket* ticket, bool g
     } else {
       // One stream per source, each behind `st`'s waits (a gate event) and joined back into `st`
       // (one event per source), so everything after the batch sees the same order as above.
-      std::vector<cudaEvent_t> pair_events;
-      event_releaser release_pairs{pair_events};
-      pair_events.push_back(nullptr);
-      record(d, pair_events.back(), st);
-      const cudaEvent_t gate = pair_events.back();
+      const cudaEvent_t gate = events.record(d, st);
       for (std::size_t k = 0; k < mine.size();) {
         const int s = c[mine[k]].src_device;
         const cudaStream_t ps = pair_streams[static_cast<std::size_t>(s)];
         cuda_check(cudaStreamWaitEvent(ps, gate, 0), "cudaStreamWaitEvent (a pair stream after the gate)", d);
         for (; k < mine.size() && c[mine[k]].src_device == s; ++k) issue(c[mine[k]], ps);
-        pair_events.push_back(nullptr);
-        record(d, pair_events.back(), ps);
-        cuda_check(cudaStreamWaitEvent(st, pair_events.back(), 0), "cudaStreamWaitEvent (the stream after a pair stream)",
+        cuda_check(cudaStreamWaitEvent(st, events.record(d, ps), 0), "cudaStreamWaitEvent (the stream after a pair stream)",
                    d);
       }
     }
-    record(d, done[static_cast<std::size_t>(d)], st);
-    if (ticket) ticket->events.push_back(done[static_cast<std::size_t>(d)]);
+    cudaEvent_t& e = done[static_cast<std::size_t>(d)];
+    if (ticket) {
+      ticket->events.reserve(ticket->events.size() + 1);
+      e = static_cast<cudaEvent_t>(take_event(d));
+      ticket->events.push_back({d, e});
+      cuda_check(cudaEventRecord(e, st), "cudaEventRecord", d);
+    } else {
+      record(d, e, st);
+    }
   }
   // The destinations' later work waits for what they received; the sources' later work waits
   // for the copies to have read them.
@@ -476,7 +475,7 @@ namespace {
 // at once 1.031 ms with both on the engines, 0.740 ms with the diagonal by a kernel, 0.680 ms for
 // cudaMalloc memory either way; scripts of session 42, docs/performance.md).
 struct local_side_copies {
-  std::vector<std::pair<int, cudaEvent_t>> done;
+  batch_events done;
   void issue(const std::vector<copy_region>& locals, bool engines_between) {
     std::vector<int> devs;
     for (const auto& r : locals)
@@ -485,12 +484,7 @@ struct local_side_copies {
       device_guard guard(d);
       const auto main = static_cast<cudaStream_t>(stream(d));
       const cudaStream_t side = gpu(d).copy_stream;
-      cudaEvent_t ready = nullptr, finished = nullptr;
-      cuda_check(cudaEventCreateWithFlags(&ready, cudaEventDisableTiming), "cudaEventCreateWithFlags", d);
-      const cudaError_t e = cudaEventRecord(ready, main);
-      const cudaError_t w = e == cudaSuccess ? cudaStreamWaitEvent(side, ready, 0) : e;
-      (void)cudaEventDestroy(ready);
-      cuda_check(w, "cudaStreamWaitEvent (the copy stream after the main stream)", d);
+      stream_after(d, side, main);
       for (const auto& r : locals) {
         if (r.dst_device != d) continue;
         const bool managed = (r.dst_buf && r.dst_buf->kind == memory::unified) ||
@@ -503,19 +497,15 @@ struct local_side_copies {
                                      cudaMemcpyDeviceToDevice, side),
                    "cudaMemcpy2DAsync", d);
       }
-      cuda_check(cudaEventCreateWithFlags(&finished, cudaEventDisableTiming), "cudaEventCreateWithFlags", d);
-      done.push_back({d, finished});
-      cuda_check(cudaEventRecord(finished, side), "cudaEventRecord", d);
+      done.record(d, side);
     }
   }
   void join() {
-    for (auto& [d, e] : done) {
-      device_guard guard(d);
-      cuda_check(cudaStreamWaitEvent(static_cast<cudaStream_t>(stream(d)), e, 0), "cudaStreamWaitEvent", d);
+    for (const auto& h : done.held) {
+      device_guard guard(h.device);
+      cuda_check(cudaStreamWaitEvent(static_cast<cudaStream_t>(stream(h.device)), static_cast<cudaEvent_t>(h.event), 0),
+                 "cudaStreamWaitEvent", h.device);
     }
-  }
-  ~local_side_copies() {
-    for (auto& [d, e] : done) (void)cudaEventDestroy(e);
   }
 };
 #endif
@@ -593,15 +583,9 @@ void start_copies(const copy_region* regions, std::size_t n, copy_ticket& ticket
 void finish_copies(copy_ticket& ticket) {
 #if TESSERA_HAS_CUDA
   std::vector<copy_ticket::wait> waits;
-  std::vector<void*> events;
+  batch_events events;
   waits.swap(ticket.waits);
-  events.swap(ticket.events);
-  struct releaser {
-    std::vector<void*>& ev;
-    ~releaser() {
-      for (auto e : ev) (void)cudaEventDestroy(static_cast<cudaEvent_t>(e));
-    }
-  } release{events};
+  events.held.swap(ticket.events);
   // A device's waits for other GPUs' copies go on its copy stream, and its stream (the main one,
   // or the side one inside a side_stream_scope, which is the copy stream) waits once for an event
   // of its own: a wait for another GPU's event costs its stream about 3.5 us even when that event
@@ -626,11 +610,7 @@ void finish_copies(copy_ticket& ticket) {
     // capture has no side streams. Giving it some needs the direct waits here too.)
     if (on == copies) continue;
     if (crossed) {
-      cudaEvent_t e = nullptr;
-      cuda_check(cudaEventCreateWithFlags(&e, cudaEventDisableTiming), "cudaEventCreateWithFlags", d);
-      events.push_back(e);
-      cuda_check(cudaEventRecord(e, copies), "cudaEventRecord", d);
-      cuda_check(cudaStreamWaitEvent(on, e, 0), "cudaStreamWaitEvent", d);
+      stream_after(d, on, copies);
       continue;
     }
     for (const auto& w : waits)

@@ -44,7 +44,6 @@ struct device_cache {
   std::mutex m;
   std::map<std::pair<int, std::size_t>, std::vector<cached_block>> blocks;  // (kind, size class)
   std::size_t bytes = 0;
-  std::vector<cudaEvent_t> spare;  // events of this device, to record on its stream
   std::unordered_set<void*> exact;  // blocks smaller than their size class: never cached
 };
 
@@ -62,28 +61,8 @@ device_cache& cache(int device_id) {
   return caches[device_id];
 }
 
-cudaEvent_t take_event(int device_id) {
-  device_cache& c = cache(device_id);
-  {
-    std::lock_guard<std::mutex> lock(c.m);
-    if (!c.spare.empty()) {
-      cudaEvent_t e = c.spare.back();
-      c.spare.pop_back();
-      return e;
-    }
-  }
-  device_guard guard(device_id);
-  cudaEvent_t e = nullptr;
-  cuda_check(cudaEventCreateWithFlags(&e, cudaEventDisableTiming), "cudaEventCreateWithFlags", device_id);
-  return e;
-}
-
 void return_events(const cached_block& b) {
-  for (std::size_t i = 0; i < b.after.size(); ++i) {
-    device_cache& c = cache(b.after_device[i]);
-    std::lock_guard<std::mutex> lock(c.m);
-    c.spare.push_back(b.after[i]);
-  }
+  for (std::size_t i = 0; i < b.after.size(); ++i) give_event(b.after_device[i], b.after[i]);
 }
 
 }  // namespace
@@ -153,7 +132,7 @@ bool pool_give(int device_id, void* p, std::size_t cls, memory kind, bool host_t
     const int g = get().gpu_count;
     b.after.reserve(static_cast<std::size_t>(g));
     for (int d = 0; d < g; ++d) {
-      cudaEvent_t e = take_event(d);
+      const auto e = static_cast<cudaEvent_t>(take_event(d));
       b.after.push_back(e);
       b.after_device.push_back(d);
       device_guard guard(d);

@@ -397,6 +397,54 @@ void* stream(int device_id) {
 }
 
 #if TESSERA_HAS_CUDA
+void* take_event(int device_id) {
+  gpu_state& g = gpu(device_id);
+  {
+    std::lock_guard<std::mutex> lock(g.events_mutex);
+    if (!g.spare_events.empty()) {
+      const cudaEvent_t e = g.spare_events.back();
+      g.spare_events.pop_back();
+      return e;
+    }
+  }
+  device_guard guard(device_id);
+  cudaEvent_t e = nullptr;
+  cuda_check(cudaEventCreateWithFlags(&e, cudaEventDisableTiming), "cudaEventCreateWithFlags", device_id);
+  return e;
+}
+
+void give_event(int device_id, void* event) noexcept {
+  if (event == nullptr) return;
+  gpu_state& g = gpu(device_id);
+  {
+    // A bound, so that a burst (a capture of many copies) does not keep its events forever.
+    std::lock_guard<std::mutex> lock(g.events_mutex);
+    if (g.spare_events.size() < 256) {
+      try {
+        g.spare_events.push_back(static_cast<cudaEvent_t>(event));
+        return;
+      } catch (...) {  // out of memory: destroyed below instead
+      }
+    }
+  }
+  (void)cudaEventDestroy(static_cast<cudaEvent_t>(event));
+}
+
+void stream_after(int device_id, void* waiter, void* after) {
+  const auto e = static_cast<cudaEvent_t>(take_event(device_id));
+  const cudaError_t r = cudaEventRecord(e, static_cast<cudaStream_t>(after));
+  const cudaError_t w = r == cudaSuccess ? cudaStreamWaitEvent(static_cast<cudaStream_t>(waiter), e, 0) : r;
+  give_event(device_id, e);
+  cuda_check(r, "cudaEventRecord", device_id);
+  cuda_check(w, "cudaStreamWaitEvent", device_id);
+}
+#else
+void* take_event(int) { return nullptr; }
+void give_event(int, void*) noexcept {}
+void stream_after(int, void*, void*) {}
+#endif
+
+#if TESSERA_HAS_CUDA
 namespace {
 // This thread's fork and join events, one pair per GPU, made on first use and kept: a scope per
 // time step would otherwise create and destroy 4 events per GPU each step.

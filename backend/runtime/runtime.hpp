@@ -189,6 +189,16 @@ class side_stream_scope {
 void* side_stream(int device_id);
 // Makes `device_id` current for CUDA runtime calls made by this thread (no-op on host).
 void set_device(int device_id);
+// An event that orders streams (timing off) of GPU `device_id`: from the GPU's spare events, or
+// new. give_event hands it back for reuse at once: a wait queued on an
+// event keeps the record it saw, so recording it again cannot release that wait early (the side
+// stream scopes rely on the same rule). A re-shard or halo exchange uses a dozen events, and a
+// cudaEventCreate and cudaEventDestroy per event cost the host more than the reuse.
+void* take_event(int device_id);
+void give_event(int device_id, void* event) noexcept;
+// Stream `waiter` of GPU `device_id` (current) goes on only after the work queued on its stream
+// `after` so far (one pooled event).
+void stream_after(int device_id, void* waiter, void* after);
 // The device of the thread's innermost active DeviceScope, or -1 outside any scope: new arrays
 // without an explicit placement live there (PyTorch's and CuPy's current device).
 int scoped_device();
@@ -414,8 +424,12 @@ class copy_ticket {
     void* event;  // recorded on a destination's copy stream after its copies
     int from;     // that destination
   };
+  struct held {
+    int device;
+    void* event;
+  };
   std::vector<wait> waits;
-  std::vector<void*> events;  // destroyed once the waits are queued
+  std::vector<held> events;  // given back (give_event) once the waits are queued
 };
 // Like copy_between_many, except that the copies between GPUs of this process run on each
 // destination's copy stream, after the work queued so far on both devices, and that nothing

@@ -49,6 +49,9 @@ struct gpu_state {
   std::mutex staging_mutex;
   char* staging = nullptr;  // 2 * staging_chunk_bytes of pinned memory
   cudaEvent_t chunk_done[2] = {nullptr, nullptr};
+  // Events given back (rt::give_event), for take_event to hand out again.
+  std::mutex events_mutex;
+  std::vector<cudaEvent_t> spare_events;
 };
 #endif
 
