@@ -471,6 +471,15 @@ TEST_CASE("collectives across ranks: allreduce, broadcast_from, allgather, reduc
     r = replicas(D, parts);
     broadcast_from(r, D.front());
     check_replicated(r, parts.front());
+    // Small replicas (up to 256 bytes ride along with the consistency check on host devices) and
+    // the sizes around that bound.
+    for (std::size_t n : {0, 1, 7, 63, 64, 65}) {
+      std::vector<std::vector<float>> small;
+      for (std::size_t s = 0; s < P; ++s) small.push_back(values<float>(n, 300 + 7 * n + s, -2, 2));
+      Array<float, 1> q = replicas(D, small);
+      broadcast_from(q, D[P / 2]);
+      check_replicated(q, small[P / 2]);
+    }
     // reduce_scatter: the sum over replicas, sharded along the last dim (every rank its block).
     r = replicas(D, parts);
     std::vector<double> want(1001, 0.0), tol(1001, 1e-6);

@@ -453,6 +453,13 @@ std::vector<std::vector<device_record>> exchange_devices(const std::vector<devic
 void broadcast(void* data, std::size_t bytes, int root, const char* what) {
   layer& l = lay();
   if (!l.spans) return;
+  if (root < 0 || root >= l.size) {
+    throw invalid_argument(std::string("tessera: ") + what + ": the root must be a rank from 0 to " +
+                           std::to_string(l.size - 1) + ", found " + std::to_string(root));
+  }
+  // Small (an NCCL id, a small array of host devices): the root's bytes ride along with the
+  // consistency check, one round instead of two, as a share of one block.
+  if (bytes <= inline_payload) return share(&data, &bytes, &root, 1, what);
   agree(what, bytes);
   std::lock_guard<std::mutex> lock(l.m);
   for (std::size_t at = 0; at < bytes; at += max_message) {

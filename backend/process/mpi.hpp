@@ -59,7 +59,8 @@ double timeout_seconds();
 // being waited for.
 std::chrono::microseconds spin_time();
 
-// `bytes` at `data` on `root` go to every rank. Collective.
+// `bytes` at `data` on `root` go to every rank: up to 256 bytes ride along with the consistency
+// check (one round), more take MPI_Bcast after it. Collective.
 void broadcast(void* data, std::size_t bytes, int root, const char* what);
 // `n` blocks of `bytes` at `data`: block i is valid on rank owner[i] before the call, on every
 // rank after it. Collective.
