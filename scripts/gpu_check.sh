@@ -330,7 +330,7 @@ if [ "$what" = ranks ]; then
   # the FFT's transposes and the sparse matrices' re-shards are copies between ranks too), then
   # bench_distributed (1 process x N GPUs against N processes x 1 GPU).
   gpus=$(nvidia-smi -L | grep -c '^GPU ')
-  build_and_test ranks "^test_(distributed|distributed_values|fft_distributed|sparse_distributed)\\.mpi[0-9x]+(\\.nccl|\\.chunks)?\\.cuda$" \
+  build_and_test ranks "^test_(distributed|distributed_values|fft_distributed|sparse_distributed)\\.mpi[0-9x]+(\\.nccl|\\.chunks|\\.small_chunks)?\\.cuda$" \
     test_distributed_values test_distributed test_fft_distributed test_sparse_distributed bench_distributed
   BUILD_DIR="$BUILD_DIR" bash "$ROOT/scripts/bench_distributed.sh" "$gpus" 2>&1 | tee "$OUT/bench_distributed.log" |
     grep -E "^\(5\)|copyto|summary|vs 1 proc|allreduce" | tail -n 14

@@ -154,6 +154,24 @@ int place_blocks() {
   return b >= 1 && b <= 16 ? static_cast<int>(b) : 16;
 }
 
+// How a destination copies the landed chunks into place (TESSERA_PEER_IPC_AWAIT): 1 (default) one
+// kernel for the whole call whose blocks wait for each chunk's flag themselves
+// (cuda::gather_rows_awaited), 0 a stream wait and a pitched kernel per source and chunk.
+bool await_in_kernel() {
+  static const bool a = setting("TESSERA_PEER_IPC_AWAIT", 1) != 0;
+  return a;
+}
+
+// Blocks per SM of that kernel (TESSERA_PEER_AWAIT_BLOCKS, default 1). Its blocks stay resident
+// while they wait, so they must leave the push room: at most 4, and at most 8 - `push` (8 blocks
+// of 256 threads fill an SM). Registers allow no more than 1 beside 3 pushing blocks (48 and 56
+// registers a thread: 3 x 14336 + 12288 of an SM's 65536); blocks of its grid that find no room
+// would start only after the resident ones are done, alone at the end.
+int await_blocks(int push) {
+  static const long b = setting("TESSERA_PEER_AWAIT_BLOCKS", 1);
+  return std::max(1, std::min({b >= 1 ? static_cast<int>(b) : 1, 4, 8 - push}));
+}
+
 // Equal chunks (TESSERA_PEER_IPC_EVEN, default 1), or chunks that shrink linearly (0). Equal ones
 // were faster on 2 H200 ranks (0.821x of a pair's bandwidth per device against 0.802x) and on 4
 // (0.692x against 0.683x-0.687x, session 41).
@@ -460,14 +478,13 @@ void queue_push(const call_plan& cp, endpoint& ep, const std::vector<card>& card
 // soon as it has (TESSERA_PEER_IPC_WAIT_ALL=1: once every source's part of the chunk has; written
 // in place, only the waits), then every peer told that buffer b is free again.
 void queue_into_place(const call_plan& cp, endpoint& ep, std::uint32_t seq, int b, std::size_t k, bool direct,
-                      watched_copy& watch) {
+                      int push, watched_copy& watch) {
   const int mine = cp.mine, me = cp.me;
   const cudaStream_t side = side_of(mine);
   const endpoint::lent& l = ep.buffers[static_cast<std::size_t>(b)];
   std::vector<cuda::gather_piece> g;
-  auto into_place = [&](std::size_t j, int from_rank) {
-    if (direct) return;  // the sources wrote in place
-    g.clear();
+  // Chunk j's pieces from rank from_rank (every source's where it is -1), appended to g.
+  auto landed = [&](std::size_t j, int from_rank) {
     for (const piece& p : cp.pieces) {
       if (p.r->dst_device != mine || (from_rank >= 0 && rank_of(p.r->src_device) != from_rank)) continue;
       const std::size_t a = p.begin(j, k), e2 = p.begin(j + 1, k);
@@ -476,6 +493,11 @@ void queue_into_place(const call_plan& cp, endpoint& ep, std::uint32_t seq, int 
                    static_cast<unsigned char*>(p.r->dst) + a * p.pitch_dst(), p.r->width, p.pitch_dst(), p.r->width,
                    e2 - a});
     }
+  };
+  auto into_place = [&](std::size_t j, int from_rank) {
+    if (direct) return;  // the sources wrote in place
+    g.clear();
+    landed(j, from_rank);
     // A pitched kernel per piece, filling the SMs the push leaves: on 2 H200 ranks the copy engines
     // (cudaMemcpy2DAsync) gave 0.609x and one gather kernel of 2 blocks per SM for the chunk
     // 0.556x, against 0.710x (before the pushing kernel's registers were cut).
@@ -483,7 +505,26 @@ void queue_into_place(const call_plan& cp, endpoint& ep, std::uint32_t seq, int 
       copy_rows(mine, side, x.dst, x.dst_pitch, x.src, x.src_pitch, x.width, x.height,
                 "cudaMemcpy2DAsync (a piece from another rank into place)", place_blocks());
   };
-  for (std::size_t j = 0; j < k && cp.need > 0; ++j) {
+  // One kernel that waits for each chunk itself: a source's chunk goes into place as soon as it has
+  // landed, without a stream wait and a launch per chunk between it and the copy.
+  bool queued = direct || cp.need == 0;
+  if (!queued && await_in_kernel() && !wait_all()) {
+    std::vector<int> first{0}, lane;
+    std::vector<const std::uint32_t*> waits;
+    g.clear();
+    for (std::size_t j = 0; j < k; ++j)
+      for (std::size_t i = 0; i < cp.from.size(); ++i) {
+        landed(j, cp.from[i]);
+        first.push_back(static_cast<int>(g.size()));
+        lane.push_back(static_cast<int>(i));
+        waits.push_back(&ep.flags[cp.from[i]].sent[b][j]);
+      }
+    // Every flag the kernel may wait on is the watchdog's to write, before the kernel is queued.
+    for (const std::uint32_t* f : waits) watch.waits_on(const_cast<std::uint32_t*>(f), seq);
+    queued = cuda::gather_rows_awaited(mine, side, g.data(), first.data(), lane.data(), static_cast<int>(waits.size()),
+                                       waits.data(), seq, await_blocks(push));
+  }
+  for (std::size_t j = 0; j < k && !queued; ++j) {
     for (int q : cp.from) {
       std::uint32_t* f = &ep.flags[q].sent[b][j];
       wait_flag(mine, side, f, seq);
@@ -591,7 +632,7 @@ bool exchange(const rt::copy_region* c, std::size_t n, const int* devices, int n
       const int push = push_blocks(!every_direct);
       queue_within(c, n, mine, push);
       queue_push(cp, *ep, cards, target, seq, b, k, direct, push, *watch);
-      queue_into_place(cp, *ep, seq, b, k, direct, *watch);
+      queue_into_place(cp, *ep, seq, b, k, direct, push, *watch);
     }
     // The pieces within another GPU of this rank (not one of the batch's): in stream order there.
     for (std::size_t i = 0; i < n; ++i) {

@@ -4,6 +4,7 @@
 #include <backend/cuda/launch.cuh>
 #include <backend/cuda/strided_copy.hpp>
 
+#include <algorithm>
 #include <string>
 
 namespace tessera::detail::cuda {
@@ -298,7 +299,105 @@ void signalled_as(int device, void* stream, const gather_piece* pieces, const in
          device, 0, "signalled_gather_kernel", stream);
 }
 
+// gather_rows in groups, each copied once its flag says that its bytes have landed: group g is
+// pieces [first[g], first[g + 1]) of lane lane[g]; the blocks are split into `lanes` sets (block b
+// is in set b % lanes), and each set takes its lane's groups in order, so a set waiting for one
+// source's next chunk does not hold up another source's. A block with items in group g waits until
+// *waits[g] reaches `value` (cyclically, as cuStreamWaitValue32's GEQ compares), one thread polling
+// with a system-scope acquire load and short sleeps, then copies its items of the group.
+template <int Bytes>
+struct AwaitTask {
+  typename GatherTask<Bytes>::piece p[await_max_pieces];
+  const std::uint32_t* waits[await_max_groups];
+  std::int32_t start[await_max_groups + 1];  // the groups' first items
+  std::int16_t first[await_max_groups + 1];
+  std::int8_t lane[await_max_groups];
+  int groups, lanes;
+  std::uint32_t value;
+};
+
+__device__ __forceinline__ std::uint32_t acquire_load(const std::uint32_t* flag) {
+  std::uint32_t v;
+  asm volatile("ld.acquire.sys.global.u32 %0, [%1];" : "=r"(v) : "l"(flag) : "memory");
+  return v;
+}
+
+template <int Bytes>
+__global__ void __launch_bounds__(gather_threads) awaited_gather_kernel(const AwaitTask<Bytes> t) {
+  const int lane = static_cast<int>(blockIdx.x % t.lanes);
+  const std::int64_t b = blockIdx.x / t.lanes;
+  const std::int64_t G = (gridDim.x - lane + t.lanes - 1) / t.lanes;  // blocks in this lane's set
+  for (int g = 0; g < t.groups; ++g) {
+    if (t.lane[g] != lane) continue;
+    const std::int64_t s = t.start[g], e = t.start[g + 1];
+    if (s + b >= e) continue;  // no item of this group for this block
+    if (threadIdx.x == 0) {
+      while (static_cast<std::int32_t>(acquire_load(t.waits[g]) - t.value) < 0) __nanosleep(256);
+    }
+    __syncthreads();
+    const int n = t.first[g + 1] - t.first[g];
+    for (std::int64_t q = s + b; q < e; q += G) {
+      const auto& p = t.p[t.first[g] + (q - s) % n];
+      const std::int64_t c = (q - s) / n;
+      if (c < p.chunks) gather_item<Bytes>(p, c);
+    }
+  }
+}
+
+template <int Bytes>
+void awaited_as(int device, void* stream, const gather_piece* pieces, const int* first, const int* lane, int groups,
+                const std::uint32_t* const* waits, std::uint32_t value, int blocks_per_sm) {
+  AwaitTask<Bytes> t{};
+  t.groups = groups;
+  t.value = value;
+  t.lanes = 1;
+  t.start[0] = 0;
+  for (int g = 0; g < groups; ++g) {
+    t.first[g] = static_cast<std::int16_t>(first[g]);
+    t.lane[g] = static_cast<std::int8_t>(lane[g]);
+    t.waits[g] = waits[g];
+    if (lane[g] + 1 > t.lanes) t.lanes = lane[g] + 1;
+    std::int64_t most = 0;
+    for (int i = first[g]; i < first[g + 1]; ++i) {
+      t.p[i] = piece_of<Bytes>(pieces[i]);
+      if (t.p[i].chunks > most) most = t.p[i].chunks;
+    }
+    t.start[g + 1] = static_cast<std::int32_t>(t.start[g] + most * (first[g + 1] - first[g]));
+  }
+  t.first[groups] = static_cast<std::int16_t>(first[groups]);
+  // At least one block per lane; the grid never more than fits at once (every block must be
+  // resident: one that waits for a flag holds its place until the flag comes).
+  const index_t cap = sm_count(device) * per_sm(&awaited_gather_kernel<Bytes>, device, blocks_per_sm);
+  const index_t grid = cap > t.lanes ? cap : t.lanes;
+  launch(&awaited_gather_kernel<Bytes>, dim3(static_cast<unsigned>(grid)), gather_threads, t, device, 0,
+         "awaited_gather_kernel", stream);
+}
+
 }  // namespace
+
+bool gather_rows_awaited(int device, void* stream, const gather_piece* pieces, const int* first, const int* lane,
+                         int groups, const std::uint32_t* const* waits, std::uint32_t value, int blocks_per_sm) {
+  if (groups < 1 || groups > await_max_groups || first[groups] > await_max_pieces) return false;
+  std::int64_t items = 0;
+  for (int g = 0; g < groups; ++g) {
+    if (lane[g] < 0 || lane[g] >= await_max_lanes) return false;
+    std::int64_t most = 0;
+    for (int i = first[g]; i < first[g + 1]; ++i)
+      most = std::max<std::int64_t>(
+          most, static_cast<std::int64_t>((pieces[i].width * pieces[i].height + gather_chunk - 1) / gather_chunk));
+    items += most * (first[g + 1] - first[g]);
+  }
+  if (items >= (std::int64_t(1) << 31)) return false;  // the groups' 32-bit starts (at 1-byte elements)
+  auto queue = [&](auto as) { as(device, stream, pieces, first, lane, groups, waits, value, blocks_per_sm); };
+  switch (widest(pieces, first[groups])) {
+    case 16: queue(awaited_as<16>); break;
+    case 8: queue(awaited_as<8>); break;
+    case 4: queue(awaited_as<4>); break;
+    case 2: queue(awaited_as<2>); break;
+    default: queue(awaited_as<1>);
+  }
+  return true;
+}
 
 void gather_rows(int device, void* stream, const gather_piece* pieces, int n, int blocks_per_sm) {
   // More pieces than one kernel's parameters hold: one kernel per group of them.

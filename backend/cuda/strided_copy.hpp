@@ -50,4 +50,15 @@ bool gather_rows_signalled(int device, void* stream, const gather_piece* pieces,
                            std::uint32_t* const* flags, int nflags, std::uint32_t value, std::uint32_t* counters,
                            int blocks_per_sm);
 
+// The other side of it: gather_rows in groups, group g (pieces [first[g], first[g + 1])) copied
+// once the flag waits[g], in this GPU's memory and written by another GPU after the group's bytes
+// landed there, reaches `value` (cyclically), one kernel for all groups instead of a stream wait
+// and a kernel per group. lane[g] (0 to await_max_lanes - 1) names the group's source: each lane
+// has its own share of the blocks and takes its groups in order. Every block stays resident while
+// it waits, so the grid is at most `blocks_per_sm` (1 to 8) per SM. Returns false, queuing
+// nothing, past await_max_groups groups or await_max_pieces pieces.
+inline constexpr int await_max_groups = 48, await_max_pieces = 48, await_max_lanes = 64;
+bool gather_rows_awaited(int device, void* stream, const gather_piece* pieces, const int* first, const int* lane,
+                         int groups, const std::uint32_t* const* waits, std::uint32_t value, int blocks_per_sm);
+
 }  // namespace tessera::detail::cuda
