@@ -146,7 +146,7 @@ if [ "$what" = suite ]; then
   "$BUILD_DIR/bench_fft" --reps 5 > "$OUT/bench_fft.log" 2>&1 || { status=1; echo "bench_fft FAILED"; }
   grep -E "^  \(2\) fft2" "$OUT/bench_fft.log" | tail -n 1
   if [ "$gpus" -ge 4 ] && [ -x "$BUILD_DIR/test_mpi_killed_rank" ]; then
-    for op in allreduce halo read; do
+    for op in allreduce halo read reshard; do
       TESSERA_BACKEND=cuda TESSERA_MPI_TIMEOUT=5 bash "$ROOT/tests/mpi/killed_rank.sh" "$(command -v mpirun)" \
         "$BUILD_DIR/test_mpi_killed_rank" "$op" 4 > "$OUT/killed_$op.log" 2>&1 || status=1
       echo "killed rank during $op (4 GPU ranks): $(tail -n 1 "$OUT/killed_$op.log")"

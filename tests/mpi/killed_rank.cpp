@@ -3,8 +3,8 @@
 // one operation over devices(): `allreduce` (an allreduce of a replicated array, then a wait on
 // the devices: on GPUs NCCL across ranks, on host devices the MPI gathering path), `halo` (a
 // Jacobi sweep and update_halo, halo(1) along the shard dimension: point-to-point exchanges
-// between ranks) or `read` (to_host of a sharded array: every rank's parts gathered on every
-// rank). A thread of the victim (rank 1) kills its own process with SIGKILL 0.4 to 0.8 s into the
+// between ranks), `read` (to_host of a sharded array: every rank's parts gathered on every
+// rank) or `reshard` (a 2-D re-shard there and back: on GPUs through CUDA IPC). A thread of the victim (rank 1) kills its own process with SIGKILL 0.4 to 0.8 s into the
 // loop, so that the kill lands inside an operation, after writing the time of the kill (the
 // system-wide monotonic clock) to <dir>/killed.
 //
@@ -16,7 +16,7 @@
 // failure (MPI_Abort: status 1). tests/mpi/killed_rank.sh runs it under mpirun and checks every
 // rank's line and exit status.
 //
-//   mpirun -np 4 test_mpi_killed_rank allreduce|halo|read <dir>
+//   mpirun -np 4 test_mpi_killed_rank allreduce|halo|read|reshard <dir>
 #include <tessera/collective.hpp>
 #include <tessera/distributed.hpp>
 #include <tessera/tessera.hpp>
@@ -80,7 +80,7 @@ double killed_at(const std::filesystem::path& dir) {
 int main(int argc, char** argv) {
   distributed::init(argc, argv);
   if (argc != 3) {
-    std::fprintf(stderr, "usage: test_mpi_killed_rank allreduce|halo|read <dir>\n");
+    std::fprintf(stderr, "usage: test_mpi_killed_rank allreduce|halo|read|reshard <dir>\n");
     return 2;
   }
   const std::string what = argv[1];
@@ -115,8 +115,20 @@ int main(int argc, char** argv) {
   } else if (what == "read") {
     x = rand<float>({n});
     step = [&] { (void)to_host(x); };
+  } else if (what == "reshard") {
+    // 64 MiB from shard(1) to shard(0) and back: on GPUs through CUDA IPC, each chunk copied into
+    // place by a kernel that waits for the chunk's flag itself (the watchdog must release it).
+    const index_t m = gpu ? 4096 : 256;
+    u = rand<float>({m, m}, shard(1, D));
+    v = zeros<float>({m, m}, shard(0, D));
+    step = [&] {
+      copyto(v, u);
+      copyto(u, v);
+      synchronize();
+    };
   } else {
-    std::fprintf(stderr, "test_mpi_killed_rank: unknown operation '%s' (allreduce, halo, read)\n", what.c_str());
+    std::fprintf(stderr, "test_mpi_killed_rank: unknown operation '%s' (allreduce, halo, read, reshard)\n",
+                 what.c_str());
     return 2;
   }
   step();  // every rank connected and running before the clock starts

@@ -5,7 +5,7 @@
 # of the kill and exited non-zero without a crash signal, that the victim died of SIGKILL, and
 # that the whole job ended (no hang). Prints the job's output and one PASS/FAIL line per check.
 #
-# Usage: killed_rank.sh <mpiexec> <test_mpi_killed_rank> allreduce|halo|read [ranks (default 4)]
+# Usage: killed_rank.sh <mpiexec> <test_mpi_killed_rank> allreduce|halo|read|reshard [ranks (default 4)]
 #   TESSERA_MPI_TIMEOUT   the deadline under test (default 5 here)
 #
 # Each rank runs inside `bash -c`, which prints the rank's own exit status (a signal shows as
