@@ -39,16 +39,19 @@
 //      TESSERA_PEER_IPC_SIGNAL=0, measured 0.706x against 0.702x on 4 H200 ranks, and 0.655x
 //      against 0.710x on 2, where it left gaps between the chunks);
 //   3. each destination's side stream first copies the pieces that stay on its GPU (beside the
-//      push), then waits for each source's part of chunk j and copies it into place as soon as it
-//      has landed, then writes `freed[b] = seq` into every other rank's flags; the main stream
-//      joins the side stream;
+//      push), then copies every source's chunks into place with one kernel whose blocks wait for
+//      each chunk's flag themselves (cuda::gather_rows_awaited: a chunk goes into place as soon as
+//      it has landed; written in place, the stream only waits for the flags), then writes
+//      `freed[b] = seq` into every other rank's flags; the main stream joins the side stream;
 //   4. one small collective: every rank has queued its part, or every rank releases its waits and
-//      throws.
-// TESSERA_PEER_IPC=0 leaves such batches to NCCL; TESSERA_PEER_IPC_CHUNK_MB (default 64) sets the
+//      throws (the watchdog's flag writes release the awaiting kernel like the streams' waits).
+// TESSERA_PEER_IPC=0 leaves such batches to NCCL; TESSERA_PEER_IPC_CHUNK_MB (default 32) sets the
 // mean bytes per source per chunk (at most 16 chunks), TESSERA_PEER_IPC_EVEN=0 shrinking chunks,
 // TESSERA_PEER_IPC_BLOCKS the pushing kernel's blocks per SM (TESSERA_PEER_SIDE_BLOCKS and
-// TESSERA_PEER_PLACE_BLOCKS those of the copies within a GPU and into place), TESSERA_PEER_IPC_SIGNAL=0 one pushing
-// kernel per chunk, TESSERA_PEER_IPC_WAIT_ALL=1 a chunk into place once every source's part landed.
+// TESSERA_PEER_AWAIT_BLOCKS those of the copies within a GPU and into place), TESSERA_PEER_IPC_SIGNAL=0
+// one pushing kernel per chunk, TESSERA_PEER_IPC_AWAIT=0 a stream wait and a kernel per source and
+// chunk into place (TESSERA_PEER_PLACE_BLOCKS their grid), TESSERA_PEER_IPC_WAIT_ALL=1 (with it) a
+// chunk into place once every source's part landed.
 #include <backend/comm/comm.hpp>
 #include <backend/comm/ipc.hpp>
 #include <backend/comm/watchdog.hpp>
@@ -90,6 +93,11 @@ int mode() {
   return m;
 }
 
+// Mean bytes per source per chunk (TESSERA_PEER_IPC_CHUNK_MB). Smaller chunks leave a smaller last
+// chunk to copy into place after the push, but each cost a stream wait and a launch while the
+// copies into place took those: 16384^2 floats on 4 H200 ranks, 64 / 32 / 16 MiB gave 0.747x /
+// 0.720x / 0.638x of a pair's bandwidth per device. With the awaiting kernel (no launch per chunk)
+// 0.781x / 0.813x / 0.805x, hence 32.
 std::size_t chunk_bytes() {
   static const long mb = setting("TESSERA_PEER_IPC_CHUNK_MB", 32);
   return static_cast<std::size_t>(mb > 0 ? mb : 32) << 20;
@@ -145,8 +153,8 @@ int side_blocks(int push) {
   return b >= 1 && b <= 16 ? static_cast<int>(b) : std::max(1, 8 - push);
 }
 
-// Blocks per SM of the kernels that copy each landed chunk into place (TESSERA_PEER_PLACE_BLOCKS,
-// 1 to 16, default 16: the pitched copy's full grid). They start once the push is resident, so
+// Blocks per SM of the kernels that copy each landed chunk into place without the awaiting kernel
+// (TESSERA_PEER_PLACE_BLOCKS, 1 to 16, default 16: the pitched copy's full grid). They start once the push is resident, so
 // they take only the room it leaves. Fewer were not faster on 2 H200 ranks: 4 and 8 gave 0.811x and
 // 0.821x of a pair's bandwidth per device against 0.824x-0.825x.
 int place_blocks() {
@@ -156,7 +164,9 @@ int place_blocks() {
 
 // How a destination copies the landed chunks into place (TESSERA_PEER_IPC_AWAIT): 1 (default) one
 // kernel for the whole call whose blocks wait for each chunk's flag themselves
-// (cuda::gather_rows_awaited), 0 a stream wait and a pitched kernel per source and chunk.
+// (cuda::gather_rows_awaited), 0 a stream wait and a pitched kernel per source and chunk. 16384^2
+// floats on 4 H200 ranks: 0.813x of a pair's bandwidth per device against 0.747x (1.02x of one
+// process's speed against 0.935x); on 2 ranks 0.856x against 0.833x.
 bool await_in_kernel() {
   static const bool a = setting("TESSERA_PEER_IPC_AWAIT", 1) != 0;
   return a;
