@@ -166,7 +166,8 @@ int place_blocks() {
 // kernel for the whole call whose blocks wait for each chunk's flag themselves
 // (cuda::gather_rows_awaited), 0 a stream wait and a pitched kernel per source and chunk. 16384^2
 // floats on 4 H200 ranks: 0.813x of a pair's bandwidth per device against 0.747x (1.02x of one
-// process's speed against 0.935x); on 2 ranks 0.856x against 0.833x.
+// process's speed against 0.935x); on 2 ranks 0.856x against 0.833x (each against the former
+// defaults: a kernel per chunk into place, 64 MiB chunks).
 bool await_in_kernel() {
   static const bool a = setting("TESSERA_PEER_IPC_AWAIT", 1) != 0;
   return a;
