@@ -154,9 +154,9 @@ int side_blocks(int push) {
 }
 
 // Blocks per SM of the kernels that copy each landed chunk into place without the awaiting kernel
-// (TESSERA_PEER_PLACE_BLOCKS, 1 to 16, default 16: the pitched copy's full grid). They start once the push is resident, so
-// they take only the room it leaves. Fewer were not faster on 2 H200 ranks: 4 and 8 gave 0.811x and
-// 0.821x of a pair's bandwidth per device against 0.824x-0.825x.
+// (TESSERA_PEER_PLACE_BLOCKS, 1 to 16, default 16: the pitched copy's full grid). They start once
+// the push is resident, so they take only the room it leaves. Fewer were not faster on 2 H200
+// ranks: 4 and 8 gave 0.811x and 0.821x of a pair's bandwidth per device against 0.824x-0.825x.
 int place_blocks() {
   static const long b = setting("TESSERA_PEER_PLACE_BLOCKS", 16);
   return b >= 1 && b <= 16 ? static_cast<int>(b) : 16;
@@ -487,8 +487,9 @@ void queue_push(const call_plan& cp, endpoint& ep, const std::vector<card>& card
 }
 
 // 3. On this rank's side stream: each incoming chunk into place as it lands, each source's part as
-// soon as it has (TESSERA_PEER_IPC_WAIT_ALL=1: once every source's part of the chunk has; written
-// in place, only the waits), then every peer told that buffer b is free again.
+// soon as it has (by the awaiting kernel, or a stream wait and a kernel per part;
+// TESSERA_PEER_IPC_WAIT_ALL=1: once every source's part of the chunk has; written in place, only
+// the waits), then every peer told that buffer b is free again.
 void queue_into_place(const call_plan& cp, endpoint& ep, std::uint32_t seq, int b, std::size_t k, bool direct,
                       int push, watched_copy& watch) {
   const int mine = cp.mine, me = cp.me;
