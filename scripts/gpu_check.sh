@@ -426,7 +426,7 @@ if [ "$what" = reduce_probe ]; then
   # Issue 22 item 5: what one-kernel full reductions of 30M floats reach on this GPU against CUB's
   # DeviceReduce::Sum (bench/support/reduce_probe.cu), GPU time and host time to a host result.
   mkdir -p "$ROOT/build"
-  nvcc -std=c++17 -O3 -arch=sm_90 -o "$ROOT/build/reduce_probe" "$ROOT/bench/support/reduce_probe.cu" 2>&1 | tail -n 5
+  nvcc -std=c++17 -O3 -arch=sm_90 -o "$ROOT/build/reduce_probe" "$ROOT/bench/support/reduce_probe.cu" -lcuda 2>&1 | tail -n 5
   "$ROOT/build/reduce_probe" ${REDUCE_PROBE_N:-} 2>&1 | tee "$OUT/reduce_probe.log" || status=1
 fi
 if [ "$what" = profile ]; then

@@ -12,9 +12,11 @@
 // (fence + store, a release store, the value packed with the number in one 8-byte store), and
 // `reduce_probe N dyn` Tessera's grid-stride kernel against a deterministic dynamic schedule (chunks
 // handed out by an atomic counter), each with a timeline of its blocks' starts and ends (the GPU's
-// global timer): where a kernel's time goes between its first block's start and the host's result.
+// global timer): where a kernel's time goes between its first block's start and the host's result;
+// `reduce_probe N graph` plain launches against the same kernel as a one-node CUDA graph.
 // Built and run by `bash scripts/gpu_check.sh reduce_probe` (nvcc ... -lcuda), not by CMake.
 #include <cub/device/device_reduce.cuh>
+#include <cuda.h>
 #include <cuda_runtime.h>
 
 #include <algorithm>
@@ -54,6 +56,12 @@ __device__ Acc block_sum(Acc v, Acc* smem) {
   return r;
 }
 
+// A ticket that the kernel takes from a device counter (`graph` mode: a graph's parameters are
+// fixed, so the number the host waits for cannot be one).
+constexpr unsigned auto_ticket = 0xffffffffu;
+__device__ unsigned g_seq;
+__device__ __forceinline__ unsigned take_ticket(unsigned ticket) { return ticket == auto_ticket ? ++g_seq : ticket; }
+
 // Every block's end: fold the block's sums into its partial; the last block to finish folds the
 // partials into the result and signals the host when asked.
 template <class Acc>
@@ -78,7 +86,7 @@ __device__ void finish_block(Acc s, Acc* partials, unsigned* counter, Acc* resul
     *counter = 0;
     if (done != nullptr) {
       __threadfence_system();
-      *done = ticket;
+      *done = take_ticket(ticket);
     }
     if (stamps != nullptr) stamps[2 * gridDim.x] = global_ns();  // the result's time
   }
@@ -507,7 +515,7 @@ __global__ void signal_kernel(float* result, volatile unsigned* done, unsigned t
   if (done != nullptr) {
     if (HOW == 0) {
       __threadfence_system();
-      *done = ticket;
+      *done = take_ticket(ticket);
     } else {
       asm volatile("st.release.sys.global.u32 [%0], %1;" ::"l"(done), "r"(ticket) : "memory");
     }
@@ -548,6 +556,93 @@ void signals(setup& st) {
   }
 }
 
+// Host time per result of one kernel launched plainly (<<<>>>), through the driver (cuLaunchKernel,
+// as Tessera launches) and as a one-node CUDA graph launched each call (cudaGraphLaunch),
+// alternately, three rounds: where the host's launch is most of the fixed cost, a graph's launch
+// may be cheaper. The kernel takes its ticket from a device counter in all three.
+template <class Launch, class Driver>
+void plain_or_graph(setup& st, const char* name, Launch launch, Driver driver) {
+  float* result_mapped = nullptr;
+  CHECK(cudaHostGetDevicePointer(reinterpret_cast<void**>(&result_mapped), st.result_host, 0));
+  unsigned* done_mapped = nullptr;
+  CHECK(cudaHostGetDevicePointer(reinterpret_cast<void**>(&done_mapped), st.done_host, 0));
+  cudaGraph_t g = nullptr;
+  cudaGraphExec_t ge = nullptr;
+  CHECK(cudaStreamBeginCapture(st.s, cudaStreamCaptureModeThreadLocal));
+  launch(result_mapped, done_mapped);
+  CHECK(cudaStreamEndCapture(st.s, &g));
+  CHECK(cudaGraphInstantiate(&ge, g, 0));
+  unsigned seq = 0;
+  CHECK(cudaStreamSynchronize(st.s));
+  CHECK(cudaMemcpyToSymbol(g_seq, &seq, sizeof seq));
+  *st.done_host = 0;
+  for (int round = 0; round < 3; ++round) {
+    for (int how = 0; how < 3; ++how) {
+      std::vector<double> t(1000);
+      for (int i = -50; i < int(t.size()); ++i) {
+        const unsigned want = ++seq;
+        const double a = now();
+        if (how == 2) CHECK(cudaGraphLaunch(ge, st.s));
+        else if (how == 1) driver(result_mapped, done_mapped);
+        else launch(result_mapped, done_mapped);
+        while (*(volatile unsigned*)st.done_host != want) {
+        }
+        if (i >= 0) t[i] = now() - a;
+      }
+      CHECK(cudaGetLastError());
+      std::sort(t.begin(), t.end());
+      const double v = double(*(volatile float*)st.result_host);
+      std::printf("%-40s %-6s host result median %7.2f us  best %7.2f  90%% %7.2f  rel err %.1e\n", name,
+                  how == 2 ? "graph" : how == 1 ? "driver" : "<<<>>>", t[t.size() / 2] * 1e6, t[0] * 1e6, t[t.size() * 9 / 10] * 1e6,
+                  st.expect == 0 ? 0.0 : std::abs(v - st.expect) / std::abs(st.expect));
+    }
+  }
+  CHECK(cudaGraphExecDestroy(ge));
+  CHECK(cudaGraphDestroy(g));
+}
+
+// cuLaunchKernel of `kernel` with `args`, found through the runtime (cudaGetFuncBySymbol).
+void driver_launch(const void* kernel, unsigned blocks, unsigned block_threads, cudaStream_t s, void** args) {
+  cudaFunction_t f = nullptr;
+  CHECK(cudaGetFuncBySymbol(&f, kernel));
+  if (cuLaunchKernel(reinterpret_cast<CUfunction>(f), blocks, 1, 1, block_threads, 1, 1, 0, s, args, nullptr) !=
+      CUDA_SUCCESS) {
+    std::fprintf(stderr, "cuLaunchKernel failed\n");
+    std::exit(1);
+  }
+}
+
+void graphs(setup& st) {
+  const int blocks = st.sms * 8;
+  long long nvec = st.n / 4;
+  int ntail = int(st.n - nvec * 4);
+  const float* tail = st.x + nvec * 4;
+  float* partials = static_cast<float*>(st.scratch);
+  const float4* x4 = reinterpret_cast<const float4*>(st.x);
+  unsigned ticket = auto_ticket;
+  unsigned long long* no_stamps = nullptr;
+  auto* k = &reduce_kernel<float, 2, false, false>;
+  plain_or_graph(
+      st, "float U2 chain stride, 8/SM (Tessera's)",
+      [&](float* result, unsigned* done) {
+        k<<<blocks, threads, 0, st.s>>>(x4, nvec, tail, ntail, partials, st.counter, result, done, auto_ticket, nullptr);
+      },
+      [&](float* result, unsigned* done) {
+        void* args[] = {&x4, &nvec, &tail, &ntail, &partials, &st.counter, &result, &done, &ticket, &no_stamps};
+        driver_launch(reinterpret_cast<const void*>(k), blocks, threads, st.s, args);
+      });
+  const double keep = st.expect;
+  st.expect = 0;
+  auto* e = &signal_kernel<0>;
+  plain_or_graph(
+      st, "empty kernel that signals", [&](float* result, unsigned* done) { e<<<1, 32, 0, st.s>>>(result, done, auto_ticket); },
+      [&](float* result, unsigned* done) {
+        void* args[] = {&result, &done, &ticket};
+        driver_launch(reinterpret_cast<const void*>(e), 1, 32, st.s, args);
+      });
+  st.expect = keep;
+}
+
 int main(int argc, char** argv) {
   setup st{};
   st.n = argc > 1 ? std::atoll(argv[1]) : 30000000LL;
@@ -574,6 +669,10 @@ int main(int argc, char** argv) {
   std::printf("%s, %d SMs, n = %lld floats (%.1f MB)\n", prop.name, st.sms, st.n, st.n * 4 / 1e6);
   if (argc > 2 && std::string(argv[2]) == "signal") {
     signals(st);
+    return 0;
+  }
+  if (argc > 2 && std::string(argv[2]) == "graph") {
+    graphs(st);
     return 0;
   }
   if (argc > 2 && std::string(argv[2]) == "dyn") {
