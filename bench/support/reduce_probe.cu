@@ -13,7 +13,8 @@
 // `reduce_probe N dyn` Tessera's grid-stride kernel against a deterministic dynamic schedule (chunks
 // handed out by an atomic counter), each with a timeline of its blocks' starts and ends (the GPU's
 // global timer): where a kernel's time goes between its first block's start and the host's result;
-// `reduce_probe N graph` plain launches against the same kernel as a one-node CUDA graph.
+// `reduce_probe N graph` launches through the runtime and the driver against the same kernel as a
+// one-node CUDA graph (fixed, or its parameters set before each launch).
 // Built and run by `bash scripts/gpu_check.sh reduce_probe` (nvcc ... -lcuda), not by CMake.
 #include <cub/device/device_reduce.cuh>
 #include <cuda.h>
@@ -556,44 +557,79 @@ void signals(setup& st) {
   }
 }
 
-// Host time per result of one kernel launched plainly (<<<>>>), through the driver (cuLaunchKernel,
-// as Tessera launches) and as a one-node CUDA graph launched each call (cudaGraphLaunch),
-// alternately, three rounds: where the host's launch is most of the fixed cost, a graph's launch
-// may be cheaper. The kernel takes its ticket from a device counter in all three.
-template <class Launch, class Driver>
-void plain_or_graph(setup& st, const char* name, Launch launch, Driver driver) {
-  float* result_mapped = nullptr;
-  CHECK(cudaHostGetDevicePointer(reinterpret_cast<void**>(&result_mapped), st.result_host, 0));
-  unsigned* done_mapped = nullptr;
-  CHECK(cudaHostGetDevicePointer(reinterpret_cast<void**>(&done_mapped), st.done_host, 0));
+// Host time per result of one kernel launched four ways, alternately, three rounds: <<<>>>
+// (cudaLaunchKernel), through the driver (cuLaunchKernel, as Tessera launches), as a one-node CUDA
+// graph launched each call (cudaGraphLaunch), and that graph with its kernel's parameters set
+// again before each launch (cudaGraphExecKernelNodeSetParams: what a graph kept for an operation
+// whose arrays change would cost). Where the host's launch is most of the fixed cost, a graph's
+// launch may be cheaper. `args` point at the kernel's arguments, `*ticket` among them: the first
+// three take the number from a device counter (a graph's parameters are fixed), the fourth sets it.
+void launch_ways(setup& st, const char* name, const void* kernel, unsigned blocks, unsigned block_threads, void** args,
+                 unsigned* ticket) {
+  cudaFunction_t f = nullptr;
+  CHECK(cudaGetFuncBySymbol(&f, kernel));
+  *ticket = auto_ticket;
   cudaGraph_t g = nullptr;
   cudaGraphExec_t ge = nullptr;
   CHECK(cudaStreamBeginCapture(st.s, cudaStreamCaptureModeThreadLocal));
-  launch(result_mapped, done_mapped);
+  CHECK(cudaLaunchKernel(kernel, dim3(blocks), dim3(block_threads), args, 0, st.s));
   CHECK(cudaStreamEndCapture(st.s, &g));
   CHECK(cudaGraphInstantiate(&ge, g, 0));
+  cudaGraphNode_t node = nullptr;
+  std::size_t nodes = 1;
+  CHECK(cudaGraphGetNodes(g, &node, &nodes));
   unsigned seq = 0;
   CHECK(cudaStreamSynchronize(st.s));
   CHECK(cudaMemcpyToSymbol(g_seq, &seq, sizeof seq));
   *st.done_host = 0;
+  const char* names[] = {"<<<>>>", "driver", "graph", "graph+set"};
   for (int round = 0; round < 3; ++round) {
-    for (int how = 0; how < 3; ++how) {
+    for (int how = 0; how < 4; ++how) {
       std::vector<double> t(1000);
       for (int i = -50; i < int(t.size()); ++i) {
         const unsigned want = ++seq;
         const double a = now();
-        if (how == 2) CHECK(cudaGraphLaunch(ge, st.s));
-        else if (how == 1) driver(result_mapped, done_mapped);
-        else launch(result_mapped, done_mapped);
+        if (how == 0) {
+          CHECK(cudaLaunchKernel(kernel, dim3(blocks), dim3(block_threads), args, 0, st.s));
+        } else if (how == 1) {
+          if (cuLaunchKernel(reinterpret_cast<CUfunction>(f), blocks, 1, 1, block_threads, 1, 1, 0, st.s, args,
+                             nullptr) != CUDA_SUCCESS) {
+            std::fprintf(stderr, "cuLaunchKernel failed\n");
+            std::exit(1);
+          }
+        } else if (how == 2) {
+          CHECK(cudaGraphLaunch(ge, st.s));
+        } else {
+          *ticket = want;
+          cudaKernelNodeParams p{};
+          p.func = const_cast<void*>(kernel);
+          p.gridDim = dim3(blocks);
+          p.blockDim = dim3(block_threads);
+          p.kernelParams = args;
+          CHECK(cudaGraphExecKernelNodeSetParams(ge, node, &p));
+          CHECK(cudaGraphLaunch(ge, st.s));
+        }
         while (*(volatile unsigned*)st.done_host != want) {
         }
         if (i >= 0) t[i] = now() - a;
       }
+      if (how == 3) {
+        // The device counter goes on from the set numbers (the next rounds take it again).
+        *ticket = auto_ticket;
+        CHECK(cudaStreamSynchronize(st.s));
+        CHECK(cudaMemcpyToSymbol(g_seq, &seq, sizeof seq));
+        cudaKernelNodeParams p{};
+        p.func = const_cast<void*>(kernel);
+        p.gridDim = dim3(blocks);
+        p.blockDim = dim3(block_threads);
+        p.kernelParams = args;
+        CHECK(cudaGraphExecKernelNodeSetParams(ge, node, &p));
+      }
       CHECK(cudaGetLastError());
       std::sort(t.begin(), t.end());
       const double v = double(*(volatile float*)st.result_host);
-      std::printf("%-40s %-6s host result median %7.2f us  best %7.2f  90%% %7.2f  rel err %.1e\n", name,
-                  how == 2 ? "graph" : how == 1 ? "driver" : "<<<>>>", t[t.size() / 2] * 1e6, t[0] * 1e6, t[t.size() * 9 / 10] * 1e6,
+      std::printf("%-40s %-9s host result median %7.2f us  best %7.2f  90%% %7.2f  rel err %.1e\n", name, names[how],
+                  t[t.size() / 2] * 1e6, t[0] * 1e6, t[t.size() * 9 / 10] * 1e6,
                   st.expect == 0 ? 0.0 : std::abs(v - st.expect) / std::abs(st.expect));
     }
   }
@@ -601,45 +637,27 @@ void plain_or_graph(setup& st, const char* name, Launch launch, Driver driver) {
   CHECK(cudaGraphDestroy(g));
 }
 
-// cuLaunchKernel of `kernel` with `args`, found through the runtime (cudaGetFuncBySymbol).
-void driver_launch(const void* kernel, unsigned blocks, unsigned block_threads, cudaStream_t s, void** args) {
-  cudaFunction_t f = nullptr;
-  CHECK(cudaGetFuncBySymbol(&f, kernel));
-  if (cuLaunchKernel(reinterpret_cast<CUfunction>(f), blocks, 1, 1, block_threads, 1, 1, 0, s, args, nullptr) !=
-      CUDA_SUCCESS) {
-    std::fprintf(stderr, "cuLaunchKernel failed\n");
-    std::exit(1);
-  }
-}
-
 void graphs(setup& st) {
-  const int blocks = st.sms * 8;
+  float* result = nullptr;
+  CHECK(cudaHostGetDevicePointer(reinterpret_cast<void**>(&result), st.result_host, 0));
+  unsigned* done = nullptr;
+  CHECK(cudaHostGetDevicePointer(reinterpret_cast<void**>(&done), st.done_host, 0));
+  unsigned ticket = auto_ticket;
+  const unsigned blocks = static_cast<unsigned>(st.sms * 8);
   long long nvec = st.n / 4;
   int ntail = int(st.n - nvec * 4);
   const float* tail = st.x + nvec * 4;
   float* partials = static_cast<float*>(st.scratch);
   const float4* x4 = reinterpret_cast<const float4*>(st.x);
-  unsigned ticket = auto_ticket;
   unsigned long long* no_stamps = nullptr;
-  auto* k = &reduce_kernel<float, 2, false, false>;
-  plain_or_graph(
-      st, "float U2 chain stride, 8/SM (Tessera's)",
-      [&](float* result, unsigned* done) {
-        k<<<blocks, threads, 0, st.s>>>(x4, nvec, tail, ntail, partials, st.counter, result, done, auto_ticket, nullptr);
-      },
-      [&](float* result, unsigned* done) {
-        void* args[] = {&x4, &nvec, &tail, &ntail, &partials, &st.counter, &result, &done, &ticket, &no_stamps};
-        driver_launch(reinterpret_cast<const void*>(k), blocks, threads, st.s, args);
-      });
+  void* sum_args[] = {&x4, &nvec, &tail, &ntail, &partials, &st.counter, &result, &done, &ticket, &no_stamps};
+  launch_ways(st, "float U2 chain stride, 8/SM (Tessera's)",
+              reinterpret_cast<const void*>(&reduce_kernel<float, 2, false, false>), blocks, threads, sum_args, &ticket);
   const double keep = st.expect;
   st.expect = 0;
-  auto* e = &signal_kernel<0>;
-  plain_or_graph(
-      st, "empty kernel that signals", [&](float* result, unsigned* done) { e<<<1, 32, 0, st.s>>>(result, done, auto_ticket); },
-      [&](float* result, unsigned* done) {
-        void* args[] = {&result, &done, &ticket};
-        driver_launch(reinterpret_cast<const void*>(e), 1, 32, st.s, args);
-      });
+  void* signal_args[] = {&result, &done, &ticket};
+  launch_ways(st, "empty kernel that signals", reinterpret_cast<const void*>(&signal_kernel<0>), 1, 32, signal_args,
+              &ticket);
   st.expect = keep;
 }
 
