@@ -582,6 +582,15 @@ void launch_ways(setup& st, const char* name, const void* kernel, unsigned block
   CHECK(cudaStreamSynchronize(st.s));
   CHECK(cudaMemcpyToSymbol(g_seq, &seq, sizeof seq));
   *st.done_host = 0;
+  // The graph's kernel takes the arguments `args` point at now.
+  auto set_params = [&] {
+    cudaKernelNodeParams p{};
+    p.func = const_cast<void*>(kernel);
+    p.gridDim = dim3(blocks);
+    p.blockDim = dim3(block_threads);
+    p.kernelParams = args;
+    CHECK(cudaGraphExecKernelNodeSetParams(ge, node, &p));
+  };
   const char* names[] = {"<<<>>>", "driver", "graph", "graph+set"};
   for (int round = 0; round < 3; ++round) {
     for (int how = 0; how < 4; ++how) {
@@ -601,12 +610,7 @@ void launch_ways(setup& st, const char* name, const void* kernel, unsigned block
           CHECK(cudaGraphLaunch(ge, st.s));
         } else {
           *ticket = want;
-          cudaKernelNodeParams p{};
-          p.func = const_cast<void*>(kernel);
-          p.gridDim = dim3(blocks);
-          p.blockDim = dim3(block_threads);
-          p.kernelParams = args;
-          CHECK(cudaGraphExecKernelNodeSetParams(ge, node, &p));
+          set_params();
           CHECK(cudaGraphLaunch(ge, st.s));
         }
         while (*(volatile unsigned*)st.done_host != want) {
@@ -618,12 +622,7 @@ void launch_ways(setup& st, const char* name, const void* kernel, unsigned block
         *ticket = auto_ticket;
         CHECK(cudaStreamSynchronize(st.s));
         CHECK(cudaMemcpyToSymbol(g_seq, &seq, sizeof seq));
-        cudaKernelNodeParams p{};
-        p.func = const_cast<void*>(kernel);
-        p.gridDim = dim3(blocks);
-        p.blockDim = dim3(block_threads);
-        p.kernelParams = args;
-        CHECK(cudaGraphExecKernelNodeSetParams(ge, node, &p));
+        set_params();
       }
       CHECK(cudaGetLastError());
       std::sort(t.begin(), t.end());
