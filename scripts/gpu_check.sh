@@ -32,8 +32,8 @@
 # `trace`: a GPU timeline of one bench through CUPTI (TRACE_BENCH, TRACE_ARGS, TRACE_MATCH, TRACE_API;
 # TRACE_RANKS: under mpirun, a trace per rank; TRACE_AROUND, TRACE_WINDOW; scripts/timeline.py).
 # `launch`: the bare launch's host cost (bench/support/launch_probe.cu; on several GPUs also one thread
-# per GPU at once), then bench_capture through
-# the driver and through the runtime (TESSERA_RUNTIME_LAUNCH=1).
+# per GPU at once), then bench_capture and bench_reduce's sum to the host with kept graphs, through
+# the driver (TESSERA_GRAPH_LAUNCH=0) and through the runtime (also TESSERA_RUNTIME_LAUNCH=1).
 # `peer`: the copy tests (default and forced NCCL copies, and the gather kernel), then bench_stencil's re-shard and
 # bench_fft's fft2 with the default, the copy engines and other NCCL chunk sizes (PEER_VARIANTS adds
 # more: space-separated variants, each VAR=value settings joined by commas).
@@ -405,20 +405,25 @@ if [ "$what" = trace ]; then
 fi
 if [ "$what" = launch ]; then
   # Issue 22 item 3: the bare launch's host cost on this machine (bench/support/launch_probe.cu),
-  # then bench_capture's plain launches through the driver (default) and through the runtime
-  # (TESSERA_RUNTIME_LAUNCH=1), alternating, on one machine.
+  # then bench_capture's plain launches and bench_reduce's sum to the host (case 5) under each of
+  # LAUNCH_VARIANTS (space-separated, each VAR=value settings joined by commas; default: kept
+  # graphs, the driver, the runtime), alternating, two rounds, on one machine.
   source "$ROOT/scripts/common.sh"
   set +e
   mkdir -p "$BUILD_DIR"
   nvcc -std=c++17 -arch=sm_90 -o "$BUILD_DIR/launch_probe" "$ROOT/bench/support/launch_probe.cu" -lcuda -lpthread 2>&1 | tail -n 5
   "$BUILD_DIR/launch_probe" || status=1
   configure > "$OUT/configure.log" 2>&1 || { tail -n 30 "$OUT/configure.log"; exit 1; }
-  cmake --build "$BUILD_DIR" --target bench_capture -j "$(nproc)" > "$OUT/launch_build.log" 2>&1 ||
+  cmake --build "$BUILD_DIR" --target bench_capture bench_reduce -j "$(nproc)" > "$OUT/launch_build.log" 2>&1 ||
     { grep -E "error" "$OUT/launch_build.log" | head -20; exit 1; }
+  variants=${LAUNCH_VARIANTS:-"TESSERA_GRAPH_LAUNCH=1 TESSERA_GRAPH_LAUNCH=0 TESSERA_GRAPH_LAUNCH=0,TESSERA_RUNTIME_LAUNCH=1"}
   for round in 1 2; do
-    for v in 0 1; do
-      echo "== round $round, TESSERA_RUNTIME_LAUNCH=$v"
-      TESSERA_RUNTIME_LAUNCH=$v "$BUILD_DIR/bench_capture" --iters 2000 --reps 5 | grep -E "^  [0-9]+ GPU" || status=1
+    for v in $variants; do
+      echo "== round $round, $v"
+      # shellcheck disable=SC2046
+      env $(echo "$v" | tr ',' ' ') "$BUILD_DIR/bench_capture" --iters 2000 --reps 5 | grep -E "^  [0-9]+ GPU" || status=1
+      # shellcheck disable=SC2046
+      env $(echo "$v" | tr ',' ' ') "$BUILD_DIR/bench_reduce" --cases 5 | grep -E "Tessera float|plain" | head -n 8 || status=1
     done
   done
 fi

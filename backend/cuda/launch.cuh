@@ -1,8 +1,9 @@
 // SPDX-License-Identifier: Apache-2.0
 // Tessera CUDA launch helper: every kernel launch of the library goes through launch(). It checks
 // at compile time that the task can be a kernel parameter (trivially copyable, within CUDA's
-// parameter limit), sets the device, launches on the device's stream (through the driver's
-// cuLaunchKernel, rt::driver_launch, else <<<>>>) and checks the launch
+// parameter limit), sets the device, launches on the device's stream (a kept one-node graph,
+// rt::graph_launch, from a shape's second launch on; else the driver's cuLaunchKernel,
+// rt::driver_launch; else <<<>>>) and checks the launch
 // (rt::check_launch names the kernel, device and shard; TESSERA_DEBUG_SYNC=1 also synchronizes).
 // Included only by translation units compiled with nvcc.
 #pragma once
@@ -83,8 +84,10 @@ void launch(void (*kernel)(Task), dim3 grid, unsigned block, const Task& t, int 
   void* const on = stream ? stream : rt::stream(device);
   const unsigned g[3] = {grid.x, grid.y, grid.z}, b[3] = {block, 1, 1};
   void* args[] = {const_cast<Task*>(&t)};
-  const bool by_driver = rt::driver_launch_enabled() &&
-                         rt::driver_launch(function_of(kernel, device), g, b, 0, args, on, device, shard, name);
+  const bool by_driver =
+      rt::graph_launch(reinterpret_cast<const void*>(kernel), g, b, 0, &t, sizeof(Task), on, device, shard, name) ||
+      (rt::driver_launch_enabled() &&
+       rt::driver_launch(function_of(kernel, device), g, b, 0, args, on, device, shard, name));
   if (!by_driver) kernel<<<grid, block, 0, static_cast<cudaStream_t>(on)>>>(t);
   rt::check_launch(device, shard, name, by_driver);
 }

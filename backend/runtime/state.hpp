@@ -52,6 +52,19 @@ struct gpu_state {
   // Events given back (rt::give_event), for take_event to hand out again.
   std::mutex events_mutex;
   std::vector<cudaEvent_t> spare_events;
+  // One-kernel graphs kept for rt::graph_launch (kept_graphs.cpp), the latest used last.
+  struct kept_graph {
+    const void* kernel = nullptr;
+    void* stream = nullptr;
+    unsigned grid[3] = {}, block[3] = {};
+    std::size_t shared_bytes = 0;
+    cudaGraph_t graph = nullptr;
+    cudaGraphNode_t node = nullptr;
+    cudaGraphExec_t exec = nullptr;
+    std::vector<unsigned char> params;  // the parameter bytes the graph's kernel node holds now
+  };
+  std::mutex graphs_mutex;
+  std::vector<kept_graph> kept_graphs;
 };
 #endif
 

@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: Apache-2.0
-// The host cost of a bare kernel launch on this machine (no Tessera): <<<>>>, cudaLaunchKernel and
-// the driver's cuLaunchKernel, at 16 and 512 parameter bytes, host microseconds per launch over
+// The host cost of a bare kernel launch on this machine (no Tessera): <<<>>>, cudaLaunchKernel,
+// the driver's cuLaunchKernel and a kept one-node graph (unchanged, and with its parameters set
+// before each launch), at 16 and 512 parameter bytes, host microseconds per launch over
 // 20000 launches. The floor under bench_capture's plain launches. With several GPUs, also an
 // "operation" of one launch per GPU: from one thread in turn, and from one thread per GPU at once
 // (a spin barrier per operation, as Tessera's launcher threads), and each thread launching on its
@@ -42,6 +43,32 @@ template <int B> void sizes(cudaStream_t s, dim3 g, dim3 b) {
   cudaGetFuncBySymbol(&f, (const void*)&k<B>);
   std::snprintf(name, sizeof name, "cuLaunchKernel param %d B", B);
   per(name, [&] { cuLaunchKernel((CUfunction)f, g.x, 1, 1, b.x, 1, 1, 0, (CUstream)s, args, nullptr); });
+  // A one-node graph kept and launched again (Tessera's kept graphs, backend/runtime/kept_graphs.cpp):
+  // unchanged, and with its parameters set before each launch (a byte changes every time).
+  cudaGraph_t graph = nullptr;
+  cudaGraphNode_t node = nullptr;
+  cudaGraphExec_t exec = nullptr;
+  cudaKernelNodeParams kp{};
+  kp.func = (void*)&k<B>;
+  kp.gridDim = g;
+  kp.blockDim = b;
+  kp.kernelParams = args;
+  if (cudaGraphCreate(&graph, 0) != cudaSuccess || cudaGraphAddKernelNode(&node, graph, nullptr, 0, &kp) != cudaSuccess ||
+      cudaGraphInstantiate(&exec, graph, 0) != cudaSuccess) {
+    std::printf("graph launch: could not make the graph\n");
+    return;
+  }
+  std::snprintf(name, sizeof name, "cudaGraphLaunch, kept graph, param %d B", B);
+  per(name, [&] { cudaGraphLaunch(exec, s); });
+  std::snprintf(name, sizeof name, "cudaGraphExecKernelNodeSetParams + launch, %d B", B);
+  per(name, [&] {
+    ++p.b[1];
+    cudaGraphExecKernelNodeSetParams(exec, node, &kp);
+    cudaGraphLaunch(exec, s);
+  });
+  if (cudaGetLastError() != cudaSuccess) std::printf("graph launch: an error\n");
+  cudaGraphExecDestroy(exec);
+  cudaGraphDestroy(graph);
 }
 // Ten distinct kernels launched in turn (bench_capture's body: ten operations, each its own
 // kernel, 32 blocks at 2^16 floats) against one of them repeated: whether the driver's cost per

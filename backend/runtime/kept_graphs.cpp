@@ -1,0 +1,132 @@
+// SPDX-License-Identifier: Apache-2.0
+// Tessera runtime: kernels launched as kept one-node CUDA graphs. On the H200s we measure, the
+// host's launch is most of a small operation's cost (4.1-4.8 us per cuLaunchKernel), and a
+// one-node graph kept from one launch to the next reaches the GPU sooner: one H200, 30M-float sum
+// to the host (bench/support/reduce_probe.cu, session 47) 39.1 us through cuLaunchKernel, 36.4 us
+// as a graph whose kernel parameters are set before each launch, 35.8 us as a graph launched
+// again unchanged; an empty kernel that signals the host 8.5 / 6.4 / 5.6 us.
+//
+// A graph is kept per device for each kernel, stream and launch shape, made on the shape's second
+// launch (a shape launched once, as a test's sizes are, costs no instantiation), and its
+// parameters are set only when they differ from the last launch's: a loop over the same arrays
+// launches its graphs unchanged. Launches of one executable graph run in order whatever streams
+// they go to, so a graph is never shared between streams. Not while capturing (capture.cpp):
+// the capture records plain launches. TESSERA_GRAPH_LAUNCH=0 turns it off.
+#include <backend/runtime/state.hpp>
+
+#include <cstdlib>
+#include <cstring>
+#include <string>
+
+namespace tessera::detail::rt {
+
+#if TESSERA_HAS_CUDA
+namespace {
+// Shapes kept per device: a time-stepping loop launches a few dozen at most; past this the least
+// recently launched shape's graph is destroyed (a launch still running completes first).
+constexpr std::size_t max_kept = 64;
+
+bool enabled_by_env() {
+  static const bool on = [] {
+    const char* v = std::getenv("TESSERA_GRAPH_LAUNCH");
+    return v == nullptr || *v == '\0' || std::atoi(v) != 0;
+  }();
+  return on;
+}
+
+void destroy(gpu_state::kept_graph& k) noexcept {
+  if (k.exec != nullptr) (void)cudaGraphExecDestroy(k.exec);
+  if (k.graph != nullptr) (void)cudaGraphDestroy(k.graph);
+  k.exec = nullptr;
+  k.graph = nullptr;
+  k.node = nullptr;
+}
+
+[[noreturn]] void launch_failed(cudaError_t e, const char* call, const unsigned (&grid)[3],
+                                const unsigned (&block)[3], int device_id, int shard, const char* what) {
+  (void)cudaGetLastError();  // the error is reported here, not by the next launch's check
+  throw backend_error(std::string("tessera: kernel launch `") + what + "` failed to launch on device cuda:" +
+                      std::to_string(device_id) + " (shard " + std::to_string(shard) + "): " + call + ": " +
+                      cudaGetErrorName(e) + " (" + cudaGetErrorString(e) + "), grid " + std::to_string(grid[0]) +
+                      "x" + std::to_string(grid[1]) + "x" + std::to_string(grid[2]) + ", block " +
+                      std::to_string(block[0]) + "x" + std::to_string(block[1]) + "x" + std::to_string(block[2]));
+}
+}  // namespace
+
+bool graph_launch(const void* kernel, const unsigned (&grid)[3], const unsigned (&block)[3], std::size_t shared_bytes,
+                  const void* params, std::size_t param_bytes, void* stream, int device_id, int shard,
+                  const char* what) {
+  if (!enabled_by_env() || capturing()) return false;
+  gpu_state& g = gpu(device_id);
+  std::lock_guard<std::mutex> lock(g.graphs_mutex);
+  auto& kept = g.kept_graphs;
+  std::size_t at = kept.size();
+  for (std::size_t i = kept.size(); i-- > 0;) {
+    const gpu_state::kept_graph& k = kept[i];
+    if (k.kernel == kernel && k.stream == stream && k.shared_bytes == shared_bytes &&
+        std::memcmp(k.grid, grid, sizeof k.grid) == 0 && std::memcmp(k.block, block, sizeof k.block) == 0) {
+      at = i;
+      break;
+    }
+  }
+  if (at == kept.size()) {
+    // First launch of this shape: remembered only; the caller launches it directly.
+    if (kept.size() >= max_kept) {
+      destroy(kept.front());
+      kept.erase(kept.begin());
+    }
+    gpu_state::kept_graph k;
+    k.kernel = kernel;
+    k.stream = stream;
+    std::memcpy(k.grid, grid, sizeof k.grid);
+    std::memcpy(k.block, block, sizeof k.block);
+    k.shared_bytes = shared_bytes;
+    kept.push_back(std::move(k));
+    return false;
+  }
+  // Most recently launched last, so that the front is the one to give up.
+  if (at + 1 != kept.size()) {
+    gpu_state::kept_graph k = std::move(kept[at]);
+    kept.erase(kept.begin() + static_cast<std::ptrdiff_t>(at));
+    kept.push_back(std::move(k));
+  }
+  gpu_state::kept_graph& k = kept.back();
+  void* args[] = {const_cast<void*>(params)};
+  cudaKernelNodeParams p{};
+  p.func = const_cast<void*>(kernel);
+  p.gridDim = dim3(grid[0], grid[1], grid[2]);
+  p.blockDim = dim3(block[0], block[1], block[2]);
+  p.sharedMemBytes = static_cast<unsigned>(shared_bytes);
+  p.kernelParams = args;
+  const bool same = k.params.size() == param_bytes && std::memcmp(k.params.data(), params, param_bytes) == 0;
+  if (k.exec == nullptr) {
+    // The node belongs to the current device's context: the caller set `device_id` current.
+    cudaError_t e = cudaGraphCreate(&k.graph, 0);
+    const char* call = "cudaGraphCreate";
+    if (e == cudaSuccess) e = cudaGraphAddKernelNode(&k.node, k.graph, nullptr, 0, &p), call = "cudaGraphAddKernelNode";
+    if (e == cudaSuccess) e = cudaGraphInstantiate(&k.exec, k.graph, 0), call = "cudaGraphInstantiate";
+    if (e != cudaSuccess) {
+      destroy(k);
+      kept.pop_back();
+      launch_failed(e, call, grid, block, device_id, shard, what);
+    }
+  } else if (!same) {
+    if (const cudaError_t e = cudaGraphExecKernelNodeSetParams(k.exec, k.node, &p); e != cudaSuccess) {
+      k.params.clear();  // the node's parameters are unknown now: set them again next time
+      launch_failed(e, "cudaGraphExecKernelNodeSetParams", grid, block, device_id, shard, what);
+    }
+  }
+  if (!same) k.params.assign(static_cast<const unsigned char*>(params),
+                             static_cast<const unsigned char*>(params) + param_bytes);
+  if (const cudaError_t e = cudaGraphLaunch(k.exec, static_cast<cudaStream_t>(stream)); e != cudaSuccess)
+    launch_failed(e, "cudaGraphLaunch", grid, block, device_id, shard, what);
+  return true;
+}
+#else
+bool graph_launch(const void*, const unsigned (&)[3], const unsigned (&)[3], std::size_t, const void*, std::size_t,
+                  void*, int, int, const char*) {
+  return false;
+}
+#endif
+
+}  // namespace tessera::detail::rt
