@@ -14,6 +14,8 @@
 // the capture records plain launches. TESSERA_GRAPH_LAUNCH=0 turns it off.
 #include <backend/runtime/state.hpp>
 
+#include <atomic>
+#include <cstdint>
 #include <cstdlib>
 #include <cstring>
 #include <string>
@@ -25,6 +27,7 @@ namespace {
 // Shapes kept per device: a time-stepping loop launches a few dozen at most; past this the least
 // recently launched shape's graph is destroyed (a launch still running completes first).
 constexpr std::size_t max_kept = 64;
+std::atomic<std::uint64_t> launched{0};
 
 bool enabled_by_env() {
   static const bool on = [] {
@@ -99,34 +102,42 @@ bool graph_launch(const void* kernel, const unsigned (&grid)[3], const unsigned 
   p.sharedMemBytes = static_cast<unsigned>(shared_bytes);
   p.kernelParams = args;
   const bool same = k.params.size() == param_bytes && std::memcmp(k.params.data(), params, param_bytes) == 0;
+  if (k.unusable) return false;
   if (k.exec == nullptr) {
     // The node belongs to the current device's context: the caller set `device_id` current.
+    // Where the graph cannot be made (no memory left for it, say), this shape is launched
+    // directly from now on, and the direct launch reports what is wrong with the launch itself.
     cudaError_t e = cudaGraphCreate(&k.graph, 0);
-    const char* call = "cudaGraphCreate";
-    if (e == cudaSuccess) e = cudaGraphAddKernelNode(&k.node, k.graph, nullptr, 0, &p), call = "cudaGraphAddKernelNode";
-    if (e == cudaSuccess) e = cudaGraphInstantiate(&k.exec, k.graph, 0), call = "cudaGraphInstantiate";
+    if (e == cudaSuccess) e = cudaGraphAddKernelNode(&k.node, k.graph, nullptr, 0, &p);
+    if (e == cudaSuccess) e = cudaGraphInstantiate(&k.exec, k.graph, 0);
     if (e != cudaSuccess) {
+      (void)cudaGetLastError();
       destroy(k);
-      kept.pop_back();
-      launch_failed(e, call, grid, block, device_id, shard, what);
+      k.unusable = true;
+      return false;
     }
   } else if (!same) {
-    if (const cudaError_t e = cudaGraphExecKernelNodeSetParams(k.exec, k.node, &p); e != cudaSuccess) {
-      k.params.clear();  // the node's parameters are unknown now: set them again next time
-      launch_failed(e, "cudaGraphExecKernelNodeSetParams", grid, block, device_id, shard, what);
+    if (cudaGraphExecKernelNodeSetParams(k.exec, k.node, &p) != cudaSuccess) {
+      (void)cudaGetLastError();
+      destroy(k);
+      k.unusable = true;
+      return false;
     }
   }
   if (!same) k.params.assign(static_cast<const unsigned char*>(params),
                              static_cast<const unsigned char*>(params) + param_bytes);
   if (const cudaError_t e = cudaGraphLaunch(k.exec, static_cast<cudaStream_t>(stream)); e != cudaSuccess)
     launch_failed(e, "cudaGraphLaunch", grid, block, device_id, shard, what);
+  launched.fetch_add(1, std::memory_order_relaxed);
   return true;
 }
+std::uint64_t graph_launches() { return launched.load(std::memory_order_relaxed); }
 #else
 bool graph_launch(const void*, const unsigned (&)[3], const unsigned (&)[3], std::size_t, const void*, std::size_t,
                   void*, int, int, const char*) {
   return false;
 }
+std::uint64_t graph_launches() { return 0; }
 #endif
 
 }  // namespace tessera::detail::rt

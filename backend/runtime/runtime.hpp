@@ -251,6 +251,8 @@ bool driver_launch(void* function, const unsigned (&grid)[3], const unsigned (&b
 bool graph_launch(const void* kernel, const unsigned (&grid)[3], const unsigned (&block)[3], std::size_t shared_bytes,
                   const void* params, std::size_t param_bytes, void* stream, int device_id, int shard,
                   const char* what);
+// Kernels launched as kept graphs so far, all devices (for the tests).
+std::uint64_t graph_launches();
 
 // -- dispatch -------------------------------------------------------------------------------
 // The buffers one task reads or writes, as its planner found them. The shard loop makes each

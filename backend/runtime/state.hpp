@@ -62,6 +62,7 @@ struct gpu_state {
     cudaGraphNode_t node = nullptr;
     cudaGraphExec_t exec = nullptr;
     std::vector<unsigned char> params;  // the parameter bytes the graph's kernel node holds now
+    bool unusable = false;  // the graph could not be made: launched directly
   };
   std::mutex graphs_mutex;
   std::vector<kept_graph> kept_graphs;

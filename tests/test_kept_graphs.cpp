@@ -1,0 +1,169 @@
+// SPDX-License-Identifier: Apache-2.0
+// Kernels launched as kept one-node CUDA graphs (backend/runtime/kept_graphs.cpp): from a launch
+// shape's second launch on, its kernel runs as a graph kept for it, whose parameters are set again
+// only when they change. These tests check, against plain loops on the host, what could go wrong
+// with that: one shape launched over changing arrays, scalars and sizes (parameters set again or
+// not), more shapes than are kept (graphs given up and made again), reductions to the host and
+// along dims (arrays are column-major, as from_host reads them), and a capture between plain launches (a capture records plain launches, and the
+// kept graphs go on after it). On host devices the same programs check the results; the `.driver`
+// variant runs them with TESSERA_GRAPH_LAUNCH=0 (every launch through cuLaunchKernel).
+#include "test_support.hpp"
+#include <backend/runtime/runtime.hpp>  // rt::graph_launches
+
+#include <cmath>
+#include <cstdlib>
+#include <cstring>
+#include <vector>
+
+using namespace tessera;
+using namespace tessera_test;
+
+namespace {
+
+// Whether this run should launch kept graphs: the CUDA variant with TESSERA_GRAPH_LAUNCH not 0.
+bool graphs_expected() {
+  const char* v = std::getenv("TESSERA_GRAPH_LAUNCH");
+  return cuda_variant() && !(v != nullptr && std::atoi(v) == 0);
+}
+
+// The check that the tests went through the path they are about: graphs were launched, or none
+// where they are off.
+void check_graph_launches(std::uint64_t before) {
+  if (graphs_expected()) CHECK(detail::rt::graph_launches() > before);
+  else CHECK(detail::rt::graph_launches() == before);
+}
+
+double host_sum(const std::vector<float>& v) {
+  double s = 0;
+  for (float x : v) s += x;
+  return s;
+}
+
+}  // namespace
+
+TEST_CASE("one launch shape over changing arrays and scalars") {
+  if (skip_without_gpu()) return;
+  const std::uint64_t before = detail::rt::graph_launches();
+  for (const auto& ds : device_sets()) {
+    for (index_t n : {index_t(1), index_t(7), index_t(1023), index_t(1025), index_t(1) << 16, (index_t(1) << 20) + 1}) {
+      INFO(set_name(ds) << ", n = " << n);
+      const auto bv = random_values<float>(static_cast<std::size_t>(n));
+      const auto b = from_host(bv, {n}, shard(0, ds));
+      std::vector<std::vector<float>> avs;
+      std::vector<Array<float, 1>> as;
+      for (int i = 0; i < 3; ++i) {
+        avs.push_back(random_values<float>(static_cast<std::size_t>(n)));
+        as.push_back(from_host(avs.back(), {n}, shard(0, ds)));
+      }
+      auto c = zeros<float>({n}, shard(0, ds));
+      std::vector<float> want(static_cast<std::size_t>(n));
+      // Rounds over the arrays, then the same arrays again (parameters unchanged), each with its
+      // own scalar (parameters changed).
+      for (int round = 0; round < 3; ++round) {
+        for (int i = 0; i < 3; ++i) {
+          const int pick = round == 2 ? 1 : i;
+          const float s = 0.5f + static_cast<float>(round * 3 + i);
+          c = as[static_cast<std::size_t>(pick)] * s - b;
+          for (std::size_t k = 0; k < want.size(); ++k) want[k] = avs[static_cast<std::size_t>(pick)][k] * s - bv[k];
+          INFO("round " << round << ", array " << pick);
+          check_all_close(to_host(c), want);
+          const double got = sum(as[static_cast<std::size_t>(pick)]);
+          CHECK(close(got, host_sum(avs[static_cast<std::size_t>(pick)]), 1e-5, 1e-4 * (1 + std::sqrt(double(n)))));
+        }
+      }
+    }
+  }
+  check_graph_launches(before);
+}
+
+TEST_CASE("more launch shapes than are kept, several times over") {
+  if (skip_without_gpu()) return;
+  const std::uint64_t before = detail::rt::graph_launches();
+  for (const auto& ds : device_sets()) {
+    // 90 sizes from 1 element to about 2.9M: many grids (and, between them, sizes that share one).
+    std::vector<index_t> sizes;
+    for (index_t k = 0; k < 90; ++k) sizes.push_back(1 + k * k * 359);
+    std::vector<std::vector<float>> avs;
+    std::vector<Array<float, 1>> as;
+    for (index_t n : sizes) {
+      avs.push_back(random_values<float>(static_cast<std::size_t>(n)));
+      as.push_back(from_host(avs.back(), {n}, shard(0, ds)));
+    }
+    for (int round = 0; round < 3; ++round) {
+      for (std::size_t i = 0; i < sizes.size(); ++i) {
+        INFO(set_name(ds) << ", n = " << sizes[i] << ", round " << round);
+        const float s = 1.0f + static_cast<float>(round);
+        as[i] = as[i] * s + 1.0f;
+        for (float& x : avs[i]) x = x * s + 1.0f;
+        if (round == 2 || i % 7 == 0) check_all_close(to_host(as[i]), avs[i]);
+      }
+    }
+    for (std::size_t i = 0; i < sizes.size(); ++i) check_all_close(to_host(as[i]), avs[i]);
+  }
+  check_graph_launches(before);
+}
+
+TEST_CASE("sums along dims and to the host, repeated over changing matrices") {
+  for (const auto& ds : device_sets()) {
+    for (const Dims& shape : {Dims{1, 1}, Dims{3, 257}, Dims{255, 33}, Dims{1024, 1025}}) {
+      INFO(set_name(ds) << ", " << dims_string(shape));
+      const index_t rows = shape[0], cols = shape[1];
+      for (int i = 0; i < 3; ++i) {
+        const auto mv = random_values<float>(static_cast<std::size_t>(rows * cols));
+        const auto m = from_host(mv, {rows, cols}, shard(0, ds));
+        std::vector<float> by_row(static_cast<std::size_t>(rows), 0.0f);
+        double all = 0;
+        for (index_t r = 0; r < rows; ++r)
+          for (index_t q = 0; q < cols; ++q) {
+            by_row[static_cast<std::size_t>(r)] += mv[static_cast<std::size_t>(r + q * rows)];
+            all += mv[static_cast<std::size_t>(r + q * rows)];
+          }
+        for (int again = 0; again < 2; ++again) {
+          check_all_close(to_host(sum(m, dims(1))), by_row, 1e-4, 1e-4 * std::sqrt(double(cols)));
+          const double got = sum(m);
+          CHECK(close(got, all, 1e-5, 1e-4 * (1 + std::sqrt(double(rows * cols)))));
+        }
+      }
+    }
+  }
+}
+
+TEST_CASE("a capture between plain launches of the same operations") {
+  if (skip_without_gpu()) return;
+  const std::uint64_t before = detail::rt::graph_launches();
+  for (const auto& ds : device_sets()) {
+    for (index_t n : {index_t(1), index_t(1025), (index_t(1) << 18) - 1}) {
+      INFO(set_name(ds) << ", n = " << n);
+      const auto av = random_values<float>(static_cast<std::size_t>(n));
+      const auto a = from_host(av, {n}, shard(0, ds));
+      auto b = zeros<float>({n}, shard(0, ds)), b2 = zeros<float>({n}, shard(0, ds));
+      auto body = [&](Array<float, 1>& x) {
+        x = 0.5f * x + a;
+        x = sin(x) - 0.25f * a;
+      };
+      // Plain launches keep the shapes' graphs; the capture records the same shapes; plain again.
+      body(b2);
+      body(b2);
+      body(b);
+      body(b);
+      auto g = capture([&] { body(b); });
+      g.replay(2);
+      body(b2);
+      body(b2);
+      CHECK(to_host(b) == to_host(b2));
+      body(b);
+      g.replay();
+      body(b2);
+      body(b2);
+      CHECK(to_host(b) == to_host(b2));
+      std::vector<float> want(static_cast<std::size_t>(n), 0.0f);
+      for (int k = 0; k < 6; ++k)
+        for (std::size_t i = 0; i < want.size(); ++i) {
+          want[i] = 0.5f * want[i] + av[i];
+          want[i] = std::sin(want[i]) - 0.25f * av[i];
+        }
+      check_all_close(to_host(b), want, 1e-4, 1e-4);
+    }
+  }
+  check_graph_launches(before);
+}
