@@ -145,6 +145,8 @@ if [ "$what" = suite ]; then
   done
   "$BUILD_DIR/bench_fft" --reps 5 > "$OUT/bench_fft.log" 2>&1 || { status=1; echo "bench_fft FAILED"; }
   grep -E "^  \(2\) fft2" "$OUT/bench_fft.log" | tail -n 1
+  "$BUILD_DIR/bench_reduce" --cases 5 > "$OUT/bench_reduce5.log" 2>&1 || { status=1; echo "bench_reduce FAILED"; }
+  grep -E "Tessera float|plain" "$OUT/bench_reduce5.log" | head -n 8
   if [ "$gpus" -ge 4 ] && [ -x "$BUILD_DIR/test_mpi_killed_rank" ]; then
     for op in allreduce halo read reshard; do
       TESSERA_BACKEND=cuda TESSERA_MPI_TIMEOUT=5 bash "$ROOT/tests/mpi/killed_rank.sh" "$(command -v mpirun)" \
