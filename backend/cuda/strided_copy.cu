@@ -6,6 +6,7 @@
 
 #include <algorithm>
 #include <string>
+#include <type_traits>
 
 namespace tessera::detail::cuda {
 namespace {
@@ -180,6 +181,19 @@ int widest(const gather_piece* g, int n) {
     if (ok) return b;
   }
   return 1;
+}
+
+// Calls f(std::integral_constant<int, B>{}) for the element width B (16, 8, 4, 2, else 1 bytes)
+// that `widest` found: one kernel instance per width.
+template <class F>
+void with_width(int width, F&& f) {
+  switch (width) {
+    case 16: return f(std::integral_constant<int, 16>{});
+    case 8: return f(std::integral_constant<int, 8>{});
+    case 4: return f(std::integral_constant<int, 4>{});
+    case 2: return f(std::integral_constant<int, 2>{});
+    default: return f(std::integral_constant<int, 1>{});
+  }
 }
 
 // Blocks per SM of a kernel whose blocks loop over the work: as asked (1 to 8), at most what an SM
@@ -388,14 +402,9 @@ bool gather_rows_awaited(int device, void* stream, const gather_piece* pieces, c
     items += most * (first[g + 1] - first[g]);
   }
   if (items >= (std::int64_t(1) << 31)) return false;  // the groups' 32-bit starts (at 1-byte elements)
-  auto queue = [&](auto as) { as(device, stream, pieces, first, lane, groups, waits, value, blocks_per_sm); };
-  switch (widest(pieces, first[groups])) {
-    case 16: queue(awaited_as<16>); break;
-    case 8: queue(awaited_as<8>); break;
-    case 4: queue(awaited_as<4>); break;
-    case 2: queue(awaited_as<2>); break;
-    default: queue(awaited_as<1>);
-  }
+  with_width(widest(pieces, first[groups]), [&](auto b) {
+    awaited_as<decltype(b)::value>(device, stream, pieces, first, lane, groups, waits, value, blocks_per_sm);
+  });
   return true;
 }
 
@@ -404,13 +413,7 @@ void gather_rows(int device, void* stream, const gather_piece* pieces, int n, in
   for (int first = 0; first < n; first += gather_max_pieces) {
     const gather_piece* g = pieces + first;
     const int k = n - first < gather_max_pieces ? n - first : gather_max_pieces;
-    switch (widest(g, k)) {
-      case 16: gather_as<16>(device, stream, g, k, blocks_per_sm); break;
-      case 8: gather_as<8>(device, stream, g, k, blocks_per_sm); break;
-      case 4: gather_as<4>(device, stream, g, k, blocks_per_sm); break;
-      case 2: gather_as<2>(device, stream, g, k, blocks_per_sm); break;
-      default: gather_as<1>(device, stream, g, k, blocks_per_sm);
-    }
+    with_width(widest(g, k), [&](auto b) { gather_as<decltype(b)::value>(device, stream, g, k, blocks_per_sm); });
   }
 }
 
@@ -444,16 +447,10 @@ bool gather_rows_signalled(int device, void* stream, const gather_piece* pieces,
                            int blocks_per_sm) {
   if (chunks < 1 || chunks > signal_max_chunks || first[chunks] > signal_max_pieces || nflags > signal_max_flags)
     return false;
-  auto queue = [&](auto as) {
-    as(device, stream, pieces, first, chunks, flags, nflags, value, counters, blocks_per_sm);
-  };
-  switch (widest(pieces, first[chunks])) {
-    case 16: queue(signalled_as<16>); break;
-    case 8: queue(signalled_as<8>); break;
-    case 4: queue(signalled_as<4>); break;
-    case 2: queue(signalled_as<2>); break;
-    default: queue(signalled_as<1>);
-  }
+  with_width(widest(pieces, first[chunks]), [&](auto b) {
+    signalled_as<decltype(b)::value>(device, stream, pieces, first, chunks, flags, nflags, value, counters,
+                                     blocks_per_sm);
+  });
   return true;
 }
 
