@@ -1,10 +1,12 @@
 // SPDX-License-Identifier: Apache-2.0
 // Tessera runtime: kernels launched as kept one-node CUDA graphs. On the H200s we measure, the
-// host's launch is most of a small operation's cost (4.1-4.8 us per cuLaunchKernel), and a
-// one-node graph kept from one launch to the next reaches the GPU sooner: one H200, 30M-float sum
-// to the host (bench/support/reduce_probe.cu, session 47) 39.1 us through cuLaunchKernel, 36.4 us
-// as a graph whose kernel parameters are set before each launch, 35.8 us as a graph launched
-// again unchanged; an empty kernel that signals the host 8.5 / 6.4 / 5.6 us.
+// host's launch is most of a small operation's cost, and a one-node graph kept from one launch to
+// the next costs the host about half a direct launch and reaches the GPU sooner (one H200,
+// session 47, docs/performance.md): per launch in a loop, 4.4 / 3.6 us through cuLaunchKernel at
+// 16 / 512 parameter bytes against 2.1 / 1.8 us for the kept graph, 2.7 / 2.8 us with its
+// parameters set before each launch (bench/support/launch_probe.cu); the 30M-float sum to the
+// host 39.1 us through cuLaunchKernel, 36.4 us with the parameters set, 35.8 us unchanged
+// (bench/support/reduce_probe.cu).
 //
 // A graph is kept per device for each kernel, stream and launch shape, made on the shape's second
 // launch (a shape launched once, as a test's sizes are, costs no instantiation), and its
