@@ -310,7 +310,7 @@ void signalled_as(int device, void* stream, const gather_piece* pieces, const in
   const index_t work = t.start[chunks] > 0 ? t.start[chunks] : 1;
   const index_t cap = sm_count(device) * per_sm(&signalled_gather_kernel<Bytes>, device, blocks_per_sm);
   launch(&signalled_gather_kernel<Bytes>, dim3(static_cast<unsigned>(work < cap ? work : cap)), gather_threads, t,
-         device, 0, "signalled_gather_kernel", stream);
+         device, 0, "signalled_gather_kernel", stream, /*direct=*/true);
 }
 
 // gather_rows in groups, each copied once its flag says that its bytes have landed: group g is
@@ -384,7 +384,7 @@ void awaited_as(int device, void* stream, const gather_piece* pieces, const int*
   const index_t cap = sm_count(device) * per_sm(&awaited_gather_kernel<Bytes>, device, blocks_per_sm);
   const index_t grid = cap > t.lanes ? cap : t.lanes;
   launch(&awaited_gather_kernel<Bytes>, dim3(static_cast<unsigned>(grid)), gather_threads, t, device, 0,
-         "awaited_gather_kernel", stream);
+         "awaited_gather_kernel", stream, /*direct=*/true);
 }
 
 }  // namespace
