@@ -31,13 +31,15 @@
 # `jit`: the stencil tests and bench_stencil with and without the run-time compiled stencil kernels.
 # `trace`: a GPU timeline of one bench through CUPTI (TRACE_BENCH, TRACE_ARGS, TRACE_MATCH, TRACE_API;
 # TRACE_RANKS: under mpirun, a trace per rank; TRACE_AROUND, TRACE_WINDOW; scripts/timeline.py).
+# `kernels`: the kept graphs' and user kernels' tests, then bench_kernels and bench_capture with and
+# without kept graphs (LAUNCH_VARIANTS).
 # `launch`: the bare launch's host cost (bench/support/launch_probe.cu; on several GPUs also one thread
 # per GPU at once), then bench_capture and bench_reduce's sum to the host with kept graphs, through
 # the driver (TESSERA_GRAPH_LAUNCH=0) and through the runtime (also TESSERA_RUNTIME_LAUNCH=1).
 # `peer`: the copy tests (default and forced NCCL copies, and the gather kernel), then bench_stencil's re-shard and
 # bench_fft's fft2 with the default, the copy engines and other NCCL chunk sizes (PEER_VARIANTS adds
 # more: space-separated variants, each VAR=value settings joined by commas).
-# Usage: bash scripts/gpu_check.sh [tests|bench|all|multi|suite|stress [N]|mgrace [WAVES [BASE_TREE]]|peer|scaling|bulk|ranks|final|trace|launch|launchers|profile|reduce_probe|stencil_probe|soak|jit|ab BASE_TREE]
+# Usage: bash scripts/gpu_check.sh [tests|bench|all|multi|suite|stress [N]|mgrace [WAVES [BASE_TREE]]|peer|scaling|bulk|ranks|final|trace|launch|kernels|launchers|profile|reduce_probe|stencil_probe|soak|jit|ab BASE_TREE]
 set -uo pipefail
 ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 OUT=${OUT:-/tmp/tessera-out}
@@ -426,6 +428,23 @@ if [ "$what" = launch ]; then
       env $(echo "$v" | tr ',' ' ') "$BUILD_DIR/bench_capture" --iters 2000 --reps 5 | grep -E "^  [0-9]+ GPU" || status=1
       # shellcheck disable=SC2046
       env $(echo "$v" | tr ',' ' ') "$BUILD_DIR/bench_reduce" --cases 5 | grep -E "Tessera float|plain" | head -n 8 || status=1
+    done
+  done
+fi
+if [ "$what" = kernels ]; then
+  # Kept graphs (backend/runtime/kept_graphs.cpp) for the library's and the user kernels: their
+  # tests, then bench_kernels (user kernels against the DSL) and bench_capture under each of
+  # LAUNCH_VARIANTS (default: kept graphs, then TESSERA_GRAPH_LAUNCH=0), two rounds alternating.
+  tests="test_kept_graphs test_kernels test_kernel_tasks test_launchers test_capture"
+  build_and_test kernels "$(variants_of $tests)" bench_kernels bench_capture $tests
+  for round in 1 2; do
+    for v in ${LAUNCH_VARIANTS:-"TESSERA_GRAPH_LAUNCH=1 TESSERA_GRAPH_LAUNCH=0"}; do
+      echo "== round $round, $v"
+      # shellcheck disable=SC2046
+      env $(echo "$v" | tr ',' ' ') "$BUILD_DIR/bench_kernels" > "$OUT/bench_kernels_${round}_${v//[=,]/_}.log" 2>&1 || status=1
+      grep -E "fused DSL|PASS|MISS" "$OUT/bench_kernels_${round}_${v//[=,]/_}.log" | head -n 10
+      # shellcheck disable=SC2046
+      env $(echo "$v" | tr ',' ' ') "$BUILD_DIR/bench_capture" --iters 2000 --reps 5 | grep -E "^  [0-9]+ GPU" || status=1
     done
   done
 fi

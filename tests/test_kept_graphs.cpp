@@ -5,10 +5,12 @@
 // with that: one shape launched over changing arrays, scalars and sizes (parameters set again or
 // not), more shapes than are kept (graphs given up and made again), reductions to the host and
 // along dims (arrays are column-major, as from_host reads them), and a capture between plain launches (a capture records plain launches, and the
-// kept graphs go on after it). On host devices the same programs check the results; the `.driver`
+// kept graphs go on after it), and user kernels (compiled by NVRTC, their parameters set at every
+// launch) in a loop. On host devices the same programs check the results; the `.driver`
 // variant runs them with TESSERA_GRAPH_LAUNCH=0 (every launch through cuLaunchKernel).
 #include "test_support.hpp"
 #include <backend/runtime/runtime.hpp>  // rt::graph_launches
+#include <tessera/kernel.hpp>           // user kernels: not in the umbrella header
 
 #include <cmath>
 #include <cstdlib>
@@ -163,6 +165,40 @@ TEST_CASE("a capture between plain launches of the same operations") {
           want[i] = std::sin(want[i]) - 0.25f * av[i];
         }
       check_all_close(to_host(b), want, 1e-4, 1e-4);
+    }
+  }
+  check_graph_launches(before);
+}
+
+TEST_CASE("user kernels in a loop over changing arrays and scalars") {
+  if (skip_without_gpu()) return;
+  const std::uint64_t before = detail::rt::graph_launches();
+  ElementwiseKernel affine("float32 x, float32 a, float32 b", "float32 z", "z = a * x + b", "kept_affine");
+  ReductionKernel sumsq("float64 x", "float64 y", "x * x", "a + b", "y = a", "0", "kept_sumsq");
+  for (const auto& ds : device_sets()) {
+    for (index_t n : {index_t(1), index_t(4097), (index_t(1) << 20) + 1}) {
+      INFO(set_name(ds) << ", n = " << n);
+      std::vector<std::vector<float>> xvs;
+      std::vector<Array<float, 1>> xs;
+      for (int i = 0; i < 2; ++i) {
+        xvs.push_back(random_values<float>(static_cast<std::size_t>(n)));
+        xs.push_back(from_host(xvs.back(), {n}, shard(0, ds)));
+      }
+      auto z = zeros<float>({n}, shard(0, ds));
+      for (int k = 0; k < 6; ++k) {
+        const auto& xv = xvs[static_cast<std::size_t>(k % 2)];
+        const float a = 0.25f * static_cast<float>(k + 1), b = static_cast<float>(k) - 2.0f;
+        affine(xs[static_cast<std::size_t>(k % 2)], a, b, z);
+        std::vector<float> want(xv.size());
+        for (std::size_t i = 0; i < want.size(); ++i) want[i] = a * xv[i] + b;
+        INFO("step " << k);
+        check_all_close(to_host(z), want, 1e-6, 1e-6);
+        const auto dv = random_values<double>(static_cast<std::size_t>(n));
+        const auto d = from_host(dv, {n}, shard(0, ds));
+        double want_sq = 0;
+        for (double e : dv) want_sq += e * e;
+        CHECK(close(sumsq(d), want_sq, 1e-12, 1e-9));
+      }
     }
   }
   check_graph_launches(before);

@@ -91,7 +91,8 @@ void launch(void (*kernel)(Task), dim3 grid, unsigned block, const Task& t, int 
   void* args[] = {const_cast<Task*>(&t)};
   const bool by_driver =
       (!direct &&
-       rt::graph_launch(reinterpret_cast<const void*>(kernel), g, b, 0, &t, sizeof(Task), on, device, shard, name)) ||
+       rt::graph_launch(reinterpret_cast<const void*>(kernel), g, b, 0, args, &t, sizeof(Task), on, device, shard,
+                        name)) ||
       (rt::driver_launch_enabled() &&
        rt::driver_launch(function_of(kernel, device), g, b, 0, args, on, device, shard, name));
   if (!by_driver) kernel<<<grid, block, 0, static_cast<cudaStream_t>(on)>>>(t);

@@ -278,9 +278,14 @@ void* gpu_kernel(const source& s, int device, int entry) {
 }
 
 void launch(void* kernel, int device, int shard, const unsigned (&grid)[3], const unsigned (&block)[3],
-            std::size_t shared_bytes, void** args, const std::string& name) {
+            std::size_t shared_bytes, void** args, const std::string& name, bool kept) {
 #if TESSERA_HAS_CUDA
   rt::set_device(device);
+  if (kept && rt::graph_launch(kernel, grid, block, shared_bytes, args, nullptr, 0, rt::stream(device), device, shard,
+                               name.c_str())) {
+    rt::check_launch(device, shard, name.c_str(), /*by_driver=*/true);
+    return;
+  }
   const cudaError_t r = cudaLaunchKernel(static_cast<const void*>(kernel), dim3(grid[0], grid[1], grid[2]),
                                          dim3(block[0], block[1], block[2]), args, shared_bytes,
                                          static_cast<cudaStream_t>(rt::stream(device)));
@@ -292,7 +297,7 @@ void launch(void* kernel, int device, int shard, const unsigned (&grid)[3], cons
   }
   rt::check_launch(device, shard, name.c_str());
 #else
-  (void)kernel, (void)device, (void)shard, (void)grid, (void)block, (void)shared_bytes, (void)args;
+  (void)kernel, (void)device, (void)shard, (void)grid, (void)block, (void)shared_bytes, (void)args, (void)kept;
   throw error("tessera: this build has no CUDA, so kernel '" + name + "' cannot run on a GPU");
 #endif
 }

@@ -13,7 +13,9 @@
 // parameters are set only when they differ from the last launch's: a loop over the same arrays
 // launches its graphs unchanged. Launches of one executable graph run in order whatever streams
 // they go to, so a graph is never shared between streams. Not while capturing (capture.cpp):
-// the capture records plain launches. TESSERA_GRAPH_LAUNCH=0 turns it off.
+// the capture records plain launches. The library's kernels (backend/cuda/launch.cuh) pass their
+// task's bytes for the comparison; the user kernels compiled by NVRTC (backend/rtc/run.cpp) do not,
+// and have their parameters set at every launch. TESSERA_GRAPH_LAUNCH=0 turns it off.
 #include <backend/runtime/state.hpp>
 
 #include <atomic>
@@ -59,7 +61,7 @@ void destroy(gpu_state::kept_graph& k) noexcept {
 }  // namespace
 
 bool graph_launch(const void* kernel, const unsigned (&grid)[3], const unsigned (&block)[3], std::size_t shared_bytes,
-                  const void* params, std::size_t param_bytes, void* stream, int device_id, int shard,
+                  void** args, const void* bytes, std::size_t size, void* stream, int device_id, int shard,
                   const char* what) {
   if (!enabled_by_env() || capturing()) return false;
   gpu_state& g = gpu(device_id);
@@ -96,15 +98,16 @@ bool graph_launch(const void* kernel, const unsigned (&grid)[3], const unsigned 
     kept.push_back(std::move(k));
   }
   gpu_state::kept_graph& k = kept.back();
-  void* args[] = {const_cast<void*>(params)};
+  if (k.unusable) return false;
   cudaKernelNodeParams p{};
   p.func = const_cast<void*>(kernel);
   p.gridDim = dim3(grid[0], grid[1], grid[2]);
   p.blockDim = dim3(block[0], block[1], block[2]);
   p.sharedMemBytes = static_cast<unsigned>(shared_bytes);
   p.kernelParams = args;
-  const bool same = k.params.size() == param_bytes && std::memcmp(k.params.data(), params, param_bytes) == 0;
-  if (k.unusable) return false;
+  // Unknown bytes never compare equal: k.params stays empty for such a kernel.
+  const bool same = bytes != nullptr && k.exec != nullptr && k.params.size() == size &&
+                    std::memcmp(k.params.data(), bytes, size) == 0;
   if (k.exec == nullptr) {
     // The node belongs to the current device's context: the caller set `device_id` current.
     // Where the graph cannot be made (no memory left for it, say), this shape is launched
@@ -126,8 +129,11 @@ bool graph_launch(const void* kernel, const unsigned (&grid)[3], const unsigned 
       return false;
     }
   }
-  if (!same) k.params.assign(static_cast<const unsigned char*>(params),
-                             static_cast<const unsigned char*>(params) + param_bytes);
+  if (!same) {
+    if (bytes != nullptr) k.params.assign(static_cast<const unsigned char*>(bytes),
+                                          static_cast<const unsigned char*>(bytes) + size);
+    else k.params.clear();
+  }
   if (const cudaError_t e = cudaGraphLaunch(k.exec, static_cast<cudaStream_t>(stream)); e != cudaSuccess)
     launch_failed(e, "cudaGraphLaunch", grid, block, device_id, shard, what);
   launched.fetch_add(1, std::memory_order_relaxed);
@@ -135,8 +141,8 @@ bool graph_launch(const void* kernel, const unsigned (&grid)[3], const unsigned 
 }
 std::uint64_t graph_launches() { return launched.load(std::memory_order_relaxed); }
 #else
-bool graph_launch(const void*, const unsigned (&)[3], const unsigned (&)[3], std::size_t, const void*, std::size_t,
-                  void*, int, int, const char*) {
+bool graph_launch(const void*, const unsigned (&)[3], const unsigned (&)[3], std::size_t, void**, const void*,
+                  std::size_t, void*, int, int, const char*) {
   return false;
 }
 std::uint64_t graph_launches() { return 0; }

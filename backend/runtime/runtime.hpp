@@ -242,14 +242,17 @@ void check_launch(int device_id, int shard, const char* what, bool by_driver = f
 bool driver_launch_enabled();
 bool driver_launch(void* function, const unsigned (&grid)[3], const unsigned (&block)[3], std::size_t shared_bytes,
                    void** args, void* stream, int device_id, int shard, const char* what);
-// Launches `kernel` (its host symbol; one parameter of `param_bytes` at `params`) on `stream` of
-// the current device `device_id` as a one-node CUDA graph kept for this kernel, stream and shape
-// (kept_graphs.cpp): a kept graph reaches the GPU 2-3 us sooner than cuLaunchKernel on H200s.
-// Returns false, queuing nothing, on a shape's first launch, while capturing and under
-// TESSERA_GRAPH_LAUNCH=0 (the caller launches directly); throws backend_error naming `what`, the
-// device and the shard when the launch fails.
+// Launches `kernel` (its host symbol or a cudaKernel_t; `args` point to each argument, as
+// cudaLaunchKernel's) on `stream` of the current device `device_id` as a one-node CUDA graph kept
+// for this kernel, stream and shape (kept_graphs.cpp): a kept graph costs the host about half a
+// direct launch on H200s and reaches the GPU sooner. `bytes` (`size` of them) are all the
+// arguments' bytes, compared with the last launch's so that unchanged parameters are not set
+// again; null: they are set at every launch. Returns false, queuing nothing, on a shape's first
+// launch, while capturing, where the graph cannot be made and under TESSERA_GRAPH_LAUNCH=0 (the
+// caller launches directly); throws backend_error naming `what`, the device and the shard when
+// the launch fails.
 bool graph_launch(const void* kernel, const unsigned (&grid)[3], const unsigned (&block)[3], std::size_t shared_bytes,
-                  const void* params, std::size_t param_bytes, void* stream, int device_id, int shard,
+                  void** args, const void* bytes, std::size_t size, void* stream, int device_id, int shard,
                   const char* what);
 // Kernels launched as kept graphs so far, all devices (for the tests).
 std::uint64_t graph_launches();
