@@ -437,12 +437,14 @@ if [ "$what" = kernels ]; then
   # LAUNCH_VARIANTS (default: kept graphs, then TESSERA_GRAPH_LAUNCH=0), two rounds alternating.
   tests="test_kept_graphs test_kernels test_kernel_tasks test_launchers test_capture"
   build_and_test kernels "$(variants_of $tests)" bench_kernels bench_capture $tests
+  variants=${LAUNCH_VARIANTS:-"TESSERA_GRAPH_LAUNCH=1 TESSERA_GRAPH_LAUNCH=0"}
   for round in 1 2; do
-    for v in ${LAUNCH_VARIANTS:-"TESSERA_GRAPH_LAUNCH=1 TESSERA_GRAPH_LAUNCH=0"}; do
+    for v in $variants; do
       echo "== round $round, $v"
+      log="$OUT/bench_kernels_${round}_${v//[=,]/_}.log"
       # shellcheck disable=SC2046
-      env $(echo "$v" | tr ',' ' ') "$BUILD_DIR/bench_kernels" > "$OUT/bench_kernels_${round}_${v//[=,]/_}.log" 2>&1 || status=1
-      grep -E "fused DSL|PASS|MISS" "$OUT/bench_kernels_${round}_${v//[=,]/_}.log" | head -n 10
+      env $(echo "$v" | tr ',' ' ') "$BUILD_DIR/bench_kernels" > "$log" 2>&1 || status=1
+      grep -E "fused DSL|PASS|MISS" "$log" | head -n 10
       # shellcheck disable=SC2046
       env $(echo "$v" | tr ',' ' ') "$BUILD_DIR/bench_capture" --iters 2000 --reps 5 | grep -E "^  [0-9]+ GPU" || status=1
     done
