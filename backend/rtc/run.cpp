@@ -78,10 +78,13 @@ unsigned blocks_for(index_t work, unsigned block, index_t cap) {
   return static_cast<unsigned>(b);
 }
 
+// As a kept graph from the shape's second launch on; `pack`: the arguments' pack when `args` are
+// exactly its pointers (then unchanged parameters are not set again), else null.
 void launch_1d(void* fn, int device, int shard, unsigned grid, unsigned block, std::size_t shared, void** args,
-               const std::string& name) {
+               const std::string& name, const ArgPack* pack) {
   const unsigned g3[3] = {grid, 1, 1}, b3[3] = {block, 1, 1};
-  rtc::launch(fn, device, shard, g3, b3, shared, args, name, /*kept=*/true);
+  rtc::launch(fn, device, shard, g3, b3, shared, args, name, /*kept=*/true, pack ? pack->bytes() : nullptr,
+              pack ? pack->size_bytes() : 0);
 }
 
 }  // namespace
@@ -120,7 +123,7 @@ void run(const KernelTask& t, int device, int shard) {
       void* fn = t.kind == kernel_kind::compiled ? const_cast<void*>(t.compiled) : t.program->gpu_function(device);
       // Grid 0: one thread per element, capped at 32 blocks per SM (kernels loop grid-stride).
       const unsigned grid = t.cfg.grid ? t.cfg.grid : blocks_for(t.n, t.cfg.block, sm_count(device) * 32);
-      launch_1d(fn, device, shard, grid, t.cfg.block, t.cfg.shared_bytes, args.data(), t.name);
+      launch_1d(fn, device, shard, grid, t.cfg.block, t.cfg.shared_bytes, args.data(), t.name, &t.args);
       return;
     }
     case kernel_kind::elementwise: {
@@ -129,7 +132,7 @@ void run(const KernelTask& t, int device, int shard) {
       const index_t work = t.vector ? (t.n / 4 + 1) / 2 : t.n;
       const index_t cap = t.vector ? index_t(0x7fffffff) : sm_count(device) * 64;
       launch_1d(t.program->gpu_function(device), device, shard, blocks_for(work, 256, cap), 256, 0, args.data(),
-                t.name);
+                t.name, &t.args);
       return;
     }
     case kernel_kind::reduction: {
@@ -138,12 +141,12 @@ void run(const KernelTask& t, int device, int shard) {
       const unsigned blocks = blocks_for(t.n, 256, sm_count(device) * 4);
       void* partials = rt::scratch(device, static_cast<std::size_t>(blocks) * t.value_bytes);
       args.push_back(&partials);
-      launch_1d(t.program->gpu_function(device, 0), device, shard, blocks, 256, 0, args.data(), t.name);
+      launch_1d(t.program->gpu_function(device, 0), device, shard, blocks, 256, 0, args.data(), t.name, nullptr);
       const void* parts = partials;
       long long count = blocks;
       void* result = rt::mapped_result(device).device;
       void* fin[3] = {&parts, &count, &result};
-      launch_1d(t.program->gpu_function(device, 1), device, shard, 1, 256, 0, fin, t.name);
+      launch_1d(t.program->gpu_function(device, 1), device, shard, 1, 256, 0, fin, t.name, nullptr);
       return;
     }
   }
@@ -175,7 +178,7 @@ void finish_reduction(program& p, const int* devices, std::size_t n, const int* 
     const void* cvals = vals;
     void* result = rt::mapped_result(post_gpu).device;
     void* args[3] = {&cvals, const_cast<long long*>(&nv), &result};
-    launch_1d(p.gpu_function(post_gpu, 2), post_gpu, 0, 1, 1, 0, args, p.name());
+    launch_1d(p.gpu_function(post_gpu, 2), post_gpu, 0, 1, 1, 0, args, p.name(), nullptr);
   }
   rt::read_results(&post_gpu, 1, out, out_bytes);
 }

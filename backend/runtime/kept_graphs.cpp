@@ -14,8 +14,9 @@
 // launches its graphs unchanged. Launches of one executable graph run in order whatever streams
 // they go to, so a graph is never shared between streams. Not while capturing (capture.cpp):
 // the capture records plain launches. The library's kernels (backend/cuda/launch.cuh) pass their
-// task's bytes for the comparison; the user kernels compiled by NVRTC (backend/rtc/run.cpp) do not,
-// and have their parameters set at every launch. TESSERA_GRAPH_LAUNCH=0 turns it off.
+// task's bytes for the comparison, the user kernels compiled by NVRTC (backend/rtc/run.cpp) their
+// argument pack's; a launch whose bytes are not known (a ReductionKernel's two kernels) has its
+// parameters set every time. TESSERA_GRAPH_LAUNCH=0 turns it off.
 #include <backend/runtime/state.hpp>
 
 #include <atomic>

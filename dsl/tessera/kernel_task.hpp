@@ -63,6 +63,10 @@ class ArgPack {
   }
   // A pointer to each argument (into this pack: valid while it lives unchanged).
   std::vector<void*> pointers() const;
+  // Every argument's bytes, the padding between them zero: equal packs launch the same kernel
+  // parameters (a kept graph's are then not set again, backend/runtime/kept_graphs.cpp).
+  const unsigned char* bytes() const { return bytes_.data(); }
+  std::size_t size_bytes() const { return bytes_.size(); }
 
  private:
   // Both in backend/rtc/run.cpp: compiled once, not per argument type in every program.
