@@ -19,6 +19,12 @@
 namespace tessera::detail {
 
 void ArgPack::add_bytes(const void* v, std::size_t size, std::size_t align) {
+  // One allocation each for a launch's usual arguments (a few arrays' pointers and strides, the
+  // box), not one per growth: the user kernels' launch is a few microseconds in all.
+  if (offsets_.empty()) {
+    bytes_.reserve(256);
+    offsets_.reserve(8);
+  }
   const std::size_t at = (bytes_.size() + align - 1) / align * align;
   bytes_.resize(at + size);
   std::memcpy(bytes_.data() + at, v, size);
