@@ -32,6 +32,13 @@ namespace {
 // Shapes kept per device: a time-stepping loop launches a few dozen at most; past this the least
 // recently launched shape's graph is destroyed (a launch still running completes first).
 constexpr std::size_t max_kept = 64;
+// A program that cycles through more shapes than are kept, some launched twice in a row, would
+// make a graph for such a shape every cycle and give it up before its next use: a graph given up
+// after fewer than `few_launches` launches is counted as wasted, and past `max_wasted` of them a
+// device makes no new graph (those it keeps still launch), so the instantiations such a program
+// pays stay bounded.
+constexpr std::uint64_t few_launches = 4;
+constexpr int max_wasted = 64;
 std::atomic<std::uint64_t> launched{0};
 
 bool enabled_by_env() {
@@ -80,6 +87,7 @@ bool graph_launch(const void* kernel, const unsigned (&grid)[3], const unsigned 
   if (at == kept.size()) {
     // First launch of this shape: remembered only; the caller launches it directly.
     if (kept.size() >= max_kept) {
+      if (kept.front().exec != nullptr && kept.front().launches < few_launches) ++g.wasted_graphs;
       destroy(kept.front());
       kept.erase(kept.begin());
     }
@@ -110,6 +118,7 @@ bool graph_launch(const void* kernel, const unsigned (&grid)[3], const unsigned 
   const bool same = bytes != nullptr && k.exec != nullptr && k.params.size() == size &&
                     std::memcmp(k.params.data(), bytes, size) == 0;
   if (k.exec == nullptr) {
+    if (g.wasted_graphs >= max_wasted) return false;
     // The node belongs to the current device's context: the caller set `device_id` current.
     // Where the graph cannot be made (no memory left for it, say), this shape is launched
     // directly from now on, and the direct launch reports what is wrong with the launch itself.
@@ -137,6 +146,7 @@ bool graph_launch(const void* kernel, const unsigned (&grid)[3], const unsigned 
   }
   if (const cudaError_t e = cudaGraphLaunch(k.exec, static_cast<cudaStream_t>(stream)); e != cudaSuccess)
     launch_failed(e, "cudaGraphLaunch", grid, block, device_id, shard, what);
+  ++k.launches;
   launched.fetch_add(1, std::memory_order_relaxed);
   return true;
 }

@@ -62,10 +62,12 @@ struct gpu_state {
     cudaGraphNode_t node = nullptr;
     cudaGraphExec_t exec = nullptr;
     std::vector<unsigned char> params;  // the parameter bytes the graph's kernel node holds now
-    bool unusable = false;  // the graph could not be made: launched directly
+    bool unusable = false;       // the graph could not be made: launched directly
+    std::uint64_t launches = 0;  // as a graph
   };
   std::mutex graphs_mutex;
   std::vector<kept_graph> kept_graphs;
+  int wasted_graphs = 0;  // graphs given up after a few launches (kept_graphs.cpp)
 };
 #endif
 
