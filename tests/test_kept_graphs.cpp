@@ -4,10 +4,11 @@
 // only when they change. These tests check, against plain loops on the host, what could go wrong
 // with that: one shape launched over changing arrays, scalars and sizes (parameters set again or
 // not), more shapes than are kept (graphs given up and made again), reductions to the host and
-// along dims (arrays are column-major, as from_host reads them), and a capture between plain launches (a capture records plain launches, and the
-// kept graphs go on after it), and user kernels (compiled by NVRTC, their parameters set at every
-// launch) in a loop. On host devices the same programs check the results; the `.driver`
-// variant runs them with TESSERA_GRAPH_LAUNCH=0 (every launch through cuLaunchKernel).
+// along dims (arrays are column-major, as from_host reads them), a capture between plain launches
+// (a capture records plain launches, and the kept graphs go on after it), and user kernels
+// (compiled by NVRTC, compared by their argument pack's bytes) in a loop. On host devices the same
+// programs check the results; the `.driver` variant runs them with TESSERA_GRAPH_LAUNCH=0 (every
+// launch through cuLaunchKernel).
 #include "test_support.hpp"
 #include <backend/runtime/runtime.hpp>  // rt::graph_launches
 #include <tessera/kernel.hpp>           // user kernels: not in the umbrella header
@@ -35,6 +36,18 @@ void check_graph_launches(std::uint64_t before) {
   else CHECK(detail::rt::graph_launches() == before);
 }
 
+// `count` arrays of n fresh random floats sharded along dim 0 over ds, and their host values.
+struct random_arrays {
+  std::vector<std::vector<float>> values;
+  std::vector<Array<float, 1>> arrays;
+  random_arrays(int count, index_t n, const DeviceSet& ds) {
+    for (int i = 0; i < count; ++i) {
+      values.push_back(random_values<float>(static_cast<std::size_t>(n)));
+      arrays.push_back(from_host(values.back(), {n}, shard(0, ds)));
+    }
+  }
+};
+
 double host_sum(const std::vector<float>& v) {
   double s = 0;
   for (float x : v) s += x;
@@ -51,12 +64,9 @@ TEST_CASE("one launch shape over changing arrays and scalars") {
       INFO(set_name(ds) << ", n = " << n);
       const auto bv = random_values<float>(static_cast<std::size_t>(n));
       const auto b = from_host(bv, {n}, shard(0, ds));
-      std::vector<std::vector<float>> avs;
-      std::vector<Array<float, 1>> as;
-      for (int i = 0; i < 3; ++i) {
-        avs.push_back(random_values<float>(static_cast<std::size_t>(n)));
-        as.push_back(from_host(avs.back(), {n}, shard(0, ds)));
-      }
+      random_arrays r(3, n, ds);
+      const auto& avs = r.values;
+      const auto& as = r.arrays;
       auto c = zeros<float>({n}, shard(0, ds));
       std::vector<float> want(static_cast<std::size_t>(n));
       // Rounds over the arrays, then the same arrays again (parameters unchanged), each with its
@@ -178,12 +188,9 @@ TEST_CASE("user kernels in a loop over changing arrays and scalars") {
   for (const auto& ds : device_sets()) {
     for (index_t n : {index_t(1), index_t(4097), (index_t(1) << 20) + 1}) {
       INFO(set_name(ds) << ", n = " << n);
-      std::vector<std::vector<float>> xvs;
-      std::vector<Array<float, 1>> xs;
-      for (int i = 0; i < 2; ++i) {
-        xvs.push_back(random_values<float>(static_cast<std::size_t>(n)));
-        xs.push_back(from_host(xvs.back(), {n}, shard(0, ds)));
-      }
+      random_arrays r(2, n, ds);
+      const auto& xvs = r.values;
+      auto& xs = r.arrays;
       auto z = zeros<float>({n}, shard(0, ds));
       for (int k = 0; k < 6; ++k) {
         const auto& xv = xvs[static_cast<std::size_t>(k % 2)];
