@@ -10,7 +10,10 @@
 //      time per operation per replay, 1 and 4 GPUs);
 //  (3) the results of both, compared bit for bit;
 //  (4) an empty kernel's launch (<<<>>>, checked like Tessera's), the same number of times: the
-//      machine's floor under (1).
+//      machine's floor under (1);
+//  (5) the same for a body of two Jacobi sweeps (5-point, 2^K floats in a square grid, columns
+//      split with halo(1); u -> v, update_halo(v), v -> u, update_halo(u)): the run-time compiled
+//      stencil kernels of a time-stepping loop, host time per sweep (with its exchange).
 //
 // Medians of --reps rounds. On host devices the same program prints host figures, labelled as such.
 //
@@ -55,6 +58,7 @@ std::optional<Options> parse(int argc, char** argv) {
 }
 
 constexpr int ops = 10;
+constexpr int sweeps = 2;
 
 // A time step of ten small operations (a leapfrog-like update of u, v and a work array w).
 void body(Array<float, 1>& u, Array<float, 1>& v, Array<float, 1>& w, const Array<float, 1>& k) {
@@ -70,19 +74,29 @@ void body(Array<float, 1>& u, Array<float, 1>& v, Array<float, 1>& w, const Arra
   w = u * v;
 }
 
+// Two Jacobi sweeps of the interior, u -> v -> u, each followed by its halo exchange.
+void jacobi_body(Array<float, 2>& u, Array<float, 2>& v) {
+  const index_t n = u.size(0);
+  const auto I = range(1, n - 1), lo = range(0, n - 2), hi = range(2, n);
+  v(I, I) = 0.25f * (u(lo, I) + u(hi, I) + u(I, lo) + u(I, hi));
+  update_halo(v);
+  u(I, I) = 0.25f * (v(lo, I) + v(hi, I) + v(I, lo) + v(I, hi));
+  update_halo(u);
+}
+
 struct timing {
   double host_us = 0, wall_us = 0;  // per operation
 };
 
 template <class F>
-timing per_op(int iters, F&& step) {
+timing per_op(int iters, int body_ops, F&& step) {
   synchronize();
   const double t0 = tb::host_seconds();
   for (int i = 0; i < iters; ++i) step();
   const double t1 = tb::host_seconds();
   synchronize();
   const double t2 = tb::host_seconds();
-  return {(t1 - t0) * 1e6 / (iters * ops), (t2 - t0) * 1e6 / (iters * ops)};
+  return {(t1 - t0) * 1e6 / (iters * body_ops), (t2 - t0) * 1e6 / (iters * body_ops)};
 }
 
 double median(std::vector<double> v) {
@@ -122,8 +136,8 @@ int main(int argc, char** argv) {
       auto g = capture([&] { body(u2, v2, w2, k); });
       std::vector<double> ph, pw, ch, cw;
       for (int r = 0; r < o.reps; ++r) {
-        const timing a = per_op(o.iters, [&] { body(u, v, w, k); });
-        const timing b = per_op(o.iters, [&] { g.replay(); });
+        const timing a = per_op(o.iters, ops, [&] { body(u, v, w, k); });
+        const timing b = per_op(o.iters, ops, [&] { g.replay(); });
         ph.push_back(a.host_us), pw.push_back(a.wall_us), ch.push_back(b.host_us), cw.push_back(b.wall_us);
       }
       const bool same = to_host(u) == to_host(u2) && to_host(v) == to_host(v2) && to_host(w) == to_host(w2);
@@ -145,12 +159,42 @@ int main(int argc, char** argv) {
         bare_all = bare;
       }
     }
+    // (5) Jacobi sweeps on a square grid of about 2^K floats.
+    const index_t side = std::max<index_t>(8, index_t(1) << (o.log2n / 2));
+    std::printf("\nbody: 2 Jacobi sweeps (with update_halo) on %lld x %lld floats, %d bodies per round\n\n",
+                static_cast<long long>(side), static_cast<long long>(side), o.iters);
+    std::printf("  %-12s %-10s %14s %14s %16s %14s\n", "devices", "how", "host us/sweep", "wall us/sweep",
+                "host us/shard", "bits");
+    std::optional<double> sweep_one;
+    for (const DeviceSet& ds : sets) {
+      const std::string label = ds.size() == 1 ? p.one_label : p.all_label;
+      Array<float, 2> u = rand<float>({side, side}, shard(1, halo(1), ds)), v = zeros<float>({side, side}, shard(1, halo(1), ds));
+      update_halo(u);
+      Array<float, 2> u2 = u, v2 = v;
+      auto g = capture([&] { jacobi_body(u2, v2); });
+      std::vector<double> ph, pw, ch, cw;
+      for (int r = 0; r < o.reps; ++r) {
+        const timing a = per_op(o.iters, sweeps, [&] { jacobi_body(u, v); });
+        const timing b = per_op(o.iters, sweeps, [&] { g.replay(); });
+        ph.push_back(a.host_us), pw.push_back(a.wall_us), ch.push_back(b.host_us), cw.push_back(b.wall_us);
+      }
+      const bool same = to_host(u) == to_host(u2) && to_host(v) == to_host(v2);
+      if (!same) ++errors;
+      std::printf("  %-12s %-10s %14.3f %14.3f %16.3f %14s\n", label.c_str(), "plain", median(ph), median(pw),
+                  median(ph) / double(ds.size()), "");
+      std::printf("  %-12s %-10s %14.3f %14.3f %16s %14s\n", label.c_str(), "captured", median(ch), median(cw), "",
+                  same ? "same" : "DIFFERENT");
+      if (ds.size() == 1) sweep_one = median(ph);
+    }
+
     std::vector<tb::summary_row> rows;
     auto bare_note = [](const std::optional<double>& b) { return b ? "bare " + tb::fixed(*b) + " us" : std::string(); };
     rows.push_back({"plain launch, host us per op, " + p.one_label, plain_one, 4.0, false, "<= 4 us",
                     bare_note(bare_one), "us"});
     rows.push_back({"plain launch, host us per shard, " + p.all_label, plain_all_shard, 4.0, false, "<= 4 us",
                     p.size() > 1 ? bare_note(bare_all) : "only 1 device", "us"});
+    rows.push_back({"Jacobi sweep, host us per sweep, " + p.one_label, sweep_one, 4.0, false, "<= 4 us",
+                    "", "us"});
     rows.push_back({"captured replay, host us per op, " + p.one_label, capt_one, 1.5, false, "<= 1.5 us", "", "us"});
     rows.push_back({"captured replay, host us per op, " + p.all_label, capt_all, 1.5, false, "<= 1.5 us",
                     p.size() > 1 ? "" : "only 1 device", "us"});

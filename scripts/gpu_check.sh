@@ -434,9 +434,11 @@ fi
 if [ "$what" = kernels ]; then
   # Kept graphs (backend/runtime/kept_graphs.cpp) for the library's and the user kernels: their
   # tests, then bench_kernels (user kernels against the DSL) and bench_capture under each of
-  # LAUNCH_VARIANTS (default: kept graphs, then TESSERA_GRAPH_LAUNCH=0), two rounds alternating.
-  tests="test_kept_graphs test_kernels test_kernel_tasks test_launchers test_capture"
-  build_and_test kernels "$(variants_of $tests)" bench_kernels bench_capture $tests
+  # LAUNCH_VARIANTS (default: kept graphs, then TESSERA_GRAPH_LAUNCH=0), two rounds alternating;
+  # the stencil tests too (the run-time compiled stencils launch as kept graphs), and bench_stencil.
+  tests="test_kept_graphs test_kernels test_kernel_tasks test_launchers test_capture test_stencil_paths test_halo"
+  tests="$tests test_hide_communication"
+  build_and_test kernels "$(variants_of $tests)" bench_kernels bench_capture bench_stencil $tests
   variants=${LAUNCH_VARIANTS:-"TESSERA_GRAPH_LAUNCH=1 TESSERA_GRAPH_LAUNCH=0"}
   for round in 1 2; do
     for v in $variants; do
@@ -449,6 +451,8 @@ if [ "$what" = kernels ]; then
       env $(echo "$v" | tr ',' ' ') "$BUILD_DIR/bench_capture" --iters 2000 --reps 5 | grep -E "^  [0-9]+ GPU" || status=1
     done
   done
+  "$BUILD_DIR/bench_stencil" > "$OUT/bench_stencil.log" 2>&1 || status=1
+  sed -n '/== summary/,$p' "$OUT/bench_stencil.log" | grep -v "n/a"
 fi
 if [ "$what" = reduce_probe ]; then
   # Issue 22 item 5: what one-kernel full reductions of 30M floats reach on this GPU against CUB's

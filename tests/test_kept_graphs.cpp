@@ -5,8 +5,9 @@
 // with that: one shape launched over changing arrays, scalars and sizes (parameters set again or
 // not), more shapes than are kept (graphs given up and made again), reductions to the host and
 // along dims (arrays are column-major, as from_host reads them), a capture between plain launches
-// (a capture records plain launches, and the kept graphs go on after it), and user kernels
-// (compiled by NVRTC, compared by their argument pack's bytes) in a loop. On host devices the same
+// (a capture records plain launches, and the kept graphs go on after it), user kernels
+// (compiled by NVRTC, compared by their argument pack's bytes) in a loop, and Jacobi sweeps (the
+// run-time compiled stencils, two graphs per shape for the two arrays). On host devices the same
 // programs check the results; the `.driver` variant runs them with TESSERA_GRAPH_LAUNCH=0 (every
 // launch through cuLaunchKernel).
 #include "test_support.hpp"
@@ -209,4 +210,49 @@ TEST_CASE("user kernels in a loop over changing arrays and scalars") {
     }
   }
   check_graph_launches(before);
+}
+
+TEST_CASE("Jacobi sweeps in a loop (the run-time compiled stencils)") {
+  // u -> v -> u over a square grid, columns split with halo(1): on GPUs the sweeps are the run-time
+  // compiled stencil kernels, whose graphs alternate between two sets of parameter words.
+  for (const auto& ds : device_sets()) {
+    for (index_t n : {index_t(9), index_t(64), index_t(127), index_t(257)}) {
+      INFO(set_name(ds) << ", n = " << n);
+      const auto uv = random_values<float>(static_cast<std::size_t>(n * n));
+      auto u = from_host(uv, {n, n}, shard(1, halo(1), ds));
+      auto v = zeros<float>({n, n}, shard(1, halo(1), ds));
+      update_halo(u);
+      const auto I = range(1, n - 1), lo = range(0, n - 2), hi = range(2, n);
+      constexpr int sweeps = 8;
+      const std::uint64_t before = detail::rt::graph_launches(), sets_before = detail::rt::graph_parameter_sets();
+      for (int k = 0; k < sweeps / 2; ++k) {
+        v(I, I) = 0.25f * (u(lo, I) + u(hi, I) + u(I, lo) + u(I, hi));
+        update_halo(v);
+        u(I, I) = 0.25f * (v(lo, I) + v(hi, I) + v(I, lo) + v(I, hi));
+        update_halo(u);
+      }
+      // On one GPU a sweep is one kernel (and its edges'): the shape's first launch and the first
+      // with the other array's parameters go directly, then each of the two sets has its graph,
+      // launched without setting parameters.
+      if (ds.size() == 1 && graphs_expected()) {
+        CHECK(detail::rt::graph_launches() - before >= sweeps - 2);
+        CHECK(detail::rt::graph_parameter_sets() == sets_before);
+      } else if (!graphs_expected()) {
+        CHECK(detail::rt::graph_launches() == before);
+      }
+      std::vector<float> hu = uv, hv(uv.size(), 0.0f);
+      const auto at = [n](std::vector<float>& a, index_t i, index_t j) -> float& {
+        return a[static_cast<std::size_t>(i + j * n)];
+      };
+      for (int k = 0; k < sweeps; ++k) {
+        std::vector<float>& from = k % 2 ? hv : hu;
+        std::vector<float>& to = k % 2 ? hu : hv;
+        for (index_t j = 1; j < n - 1; ++j)
+          for (index_t i = 1; i < n - 1; ++i)
+            at(to, i, j) = 0.25f * (((at(from, i - 1, j) + at(from, i + 1, j)) + at(from, i, j - 1)) + at(from, i, j + 1));
+      }
+      check_all_close(to_host(u), hu, 1e-5, 1e-6);
+      check_all_close(to_host(v), hv, 1e-5, 1e-6);
+    }
+  }
 }

@@ -278,12 +278,11 @@ void* gpu_kernel(const source& s, int device, int entry) {
 }
 
 void launch(void* kernel, int device, int shard, const unsigned (&grid)[3], const unsigned (&block)[3],
-            std::size_t shared_bytes, void** args, const std::string& name, bool kept, const void* bytes,
-            std::size_t size) {
+            std::size_t shared_bytes, void** args, const std::string& name, const void* bytes, std::size_t size) {
 #if TESSERA_HAS_CUDA
   rt::set_device(device);
-  if (kept && rt::graph_launch(kernel, grid, block, shared_bytes, args, bytes, size, rt::stream(device), device, shard,
-                               name.c_str())) {
+  if (rt::graph_launch(kernel, grid, block, shared_bytes, args, bytes, size, rt::stream(device), device, shard,
+                       name.c_str())) {
     rt::check_launch(device, shard, name.c_str(), /*by_driver=*/true);
     return;
   }
@@ -298,7 +297,7 @@ void launch(void* kernel, int device, int shard, const unsigned (&grid)[3], cons
   }
   rt::check_launch(device, shard, name.c_str());
 #else
-  (void)kernel, (void)device, (void)shard, (void)grid, (void)block, (void)shared_bytes, (void)args, (void)kept, (void)bytes,
+  (void)kernel, (void)device, (void)shard, (void)grid, (void)block, (void)shared_bytes, (void)args, (void)bytes,
       (void)size;
   throw error("tessera: this build has no CUDA, so kernel '" + name + "' cannot run on a GPU");
 #endif

@@ -34,13 +34,13 @@ std::string cubin(const source& s, int arch);
 // `entry` 0 is s.name, entry k the kernel s.also[k - 1].
 void* gpu_kernel(const source& s, int device, int entry = 0);
 // Launches a kernel from gpu_kernel on the device's stream; `args` points to each argument
-// (cudaLaunchKernel's args). `kept`: from the shape's second launch on, as a kept one-node graph
-// (rt::graph_launch), as the user kernels launch; the stencils launch directly. `bytes` (`size`):
-// all the arguments' bytes, if known, so that unchanged parameters are not set again. Errors name
-// the kernel, device and shard.
+// (cudaLaunchKernel's args); from the shape's second launch on, as a kept one-node graph
+// (rt::graph_launch), as the library's own kernels launch. `bytes` (`size`): all the arguments'
+// bytes, if known, so that unchanged parameters are not set again. Errors name the kernel, device
+// and shard.
 void launch(void* kernel, int device, int shard, const unsigned (&grid)[3], const unsigned (&block)[3],
-            std::size_t shared_bytes, void** args, const std::string& name, bool kept = false,
-            const void* bytes = nullptr, std::size_t size = 0);
+            std::size_t shared_bytes, void** args, const std::string& name, const void* bytes = nullptr,
+            std::size_t size = 0);
 // The compute capability of a GPU as major * 10 + minor.
 int arch_of(int device);
 // The address of extern "C" `symbol` in `code` compiled for the host into a shared library

@@ -89,7 +89,7 @@ unsigned blocks_for(index_t work, unsigned block, index_t cap) {
 void launch_1d(void* fn, int device, int shard, unsigned grid, unsigned block, std::size_t shared, void** args,
                const std::string& name, const ArgPack* pack) {
   const unsigned g3[3] = {grid, 1, 1}, b3[3] = {block, 1, 1};
-  rtc::launch(fn, device, shard, g3, b3, shared, args, name, /*kept=*/true, pack ? pack->bytes() : nullptr,
+  rtc::launch(fn, device, shard, g3, b3, shared, args, name, pack ? pack->bytes() : nullptr,
               pack ? pack->size_bytes() : 0);
 }
 

@@ -11,7 +11,8 @@
 // A graph is kept per device for each kernel, stream and launch shape, made on the shape's second
 // launch (a shape launched once, as a test's sizes are, costs no instantiation), and its
 // parameters are set only when they differ from the last launch's: a loop over the same arrays
-// launches its graphs unchanged. Launches of one executable graph run in order whatever streams
+// launches its graphs unchanged. A shape whose parameters change gets a second graph, so that a
+// loop alternating between two arrays (u -> v, then v -> u) sets none either. Launches of one executable graph run in order whatever streams
 // they go to, so a graph is never shared between streams. Not while capturing (capture.cpp):
 // the capture records plain launches. The library's kernels (backend/cuda/launch.cuh) pass their
 // task's bytes for the comparison, the user kernels compiled by NVRTC (backend/rtc/run.cpp) their
@@ -39,7 +40,7 @@ constexpr std::size_t max_kept = 64;
 // pays stay bounded.
 constexpr std::uint64_t few_launches = 4;
 constexpr int max_wasted = 64;
-std::atomic<std::uint64_t> launched{0};
+std::atomic<std::uint64_t> launched{0}, parameters_set{0};
 
 bool enabled_by_env() {
   static const bool on = [] {
@@ -75,17 +76,33 @@ bool graph_launch(const void* kernel, const unsigned (&grid)[3], const unsigned 
   gpu_state& g = gpu(device_id);
   std::lock_guard<std::mutex> lock(g.graphs_mutex);
   auto& kept = g.kept_graphs;
-  std::size_t at = kept.size();
+  // A shape may have two graphs, so that a loop alternating between two sets of parameters (a
+  // Jacobi sweep u -> v, then v -> u) sets none: the one holding these bytes, else one not made
+  // yet, else the least recently launched of the shape's.
+  const std::size_t none = kept.size();
+  std::size_t at = none, unmade = none, oldest = none;
+  int of_shape = 0;
   for (std::size_t i = kept.size(); i-- > 0;) {
     const gpu_state::kept_graph& k = kept[i];
     if (k.kernel == kernel && k.stream == stream && k.shared_bytes == shared_bytes &&
         std::memcmp(k.grid, grid, sizeof k.grid) == 0 && std::memcmp(k.block, block, sizeof k.block) == 0) {
-      at = i;
-      break;
+      ++of_shape;
+      oldest = i;
+      if (k.exec == nullptr && unmade == none) unmade = i;
+      if (bytes != nullptr && k.exec != nullptr && k.params.size() == size &&
+          std::memcmp(k.params.data(), bytes, size) == 0) {
+        at = i;
+        break;
+      }
     }
   }
-  if (at == kept.size()) {
-    // First launch of this shape: remembered only; the caller launches it directly.
+  // The shape's one graph holds other parameters: a second graph, made on the next launch that
+  // finds no graph with its bytes.
+  const bool second = at == none && of_shape == 1 && bytes != nullptr && kept[oldest].exec != nullptr;
+  if (at == none) at = unmade != none ? unmade : oldest;
+  if (at == none || second) {
+    // First launch of this shape (or of its second set of parameters): remembered only; the
+    // caller launches it directly.
     if (kept.size() >= max_kept) {
       if (kept.front().exec != nullptr && kept.front().launches < few_launches) ++g.wasted_graphs;
       destroy(kept.front());
@@ -148,15 +165,18 @@ bool graph_launch(const void* kernel, const unsigned (&grid)[3], const unsigned 
     launch_failed(e, "cudaGraphLaunch", grid, block, device_id, shard, what);
   ++k.launches;
   launched.fetch_add(1, std::memory_order_relaxed);
+  if (!same && k.launches > 1) parameters_set.fetch_add(1, std::memory_order_relaxed);
   return true;
 }
 std::uint64_t graph_launches() { return launched.load(std::memory_order_relaxed); }
+std::uint64_t graph_parameter_sets() { return parameters_set.load(std::memory_order_relaxed); }
 #else
 bool graph_launch(const void*, const unsigned (&)[3], const unsigned (&)[3], std::size_t, void**, const void*,
                   std::size_t, void*, int, int, const char*) {
   return false;
 }
 std::uint64_t graph_launches() { return 0; }
+std::uint64_t graph_parameter_sets() { return 0; }
 #endif
 
 }  // namespace tessera::detail::rt

@@ -254,8 +254,10 @@ bool driver_launch(void* function, const unsigned (&grid)[3], const unsigned (&b
 bool graph_launch(const void* kernel, const unsigned (&grid)[3], const unsigned (&block)[3], std::size_t shared_bytes,
                   void** args, const void* bytes, std::size_t size, void* stream, int device_id, int shard,
                   const char* what);
-// Kernels launched as kept graphs so far, all devices (for the tests).
+// Kernels launched as kept graphs so far, all devices, and how many of those launches set their
+// graph's parameters first (for the tests).
 std::uint64_t graph_launches();
+std::uint64_t graph_parameter_sets();
 
 // -- dispatch -------------------------------------------------------------------------------
 // The buffers one task reads or writes, as its planner found them. The shard loop makes each
