@@ -47,30 +47,6 @@ index_t resident_blocks(void (*kernel)(Task), int threads, int device) {
   return blocks;
 }
 
-// The kernel's function on `device` for the driver's launch: cudaGetFuncBySymbol once per kernel,
-// device and thread, then a look-up among the thread's last few (a loop launches a handful).
-template <class Task>
-void* function_of(void (*kernel)(Task), int device) {
-  struct entry {
-    const void* kernel;
-    int device;
-    cudaFunction_t function;
-  };
-  constexpr unsigned slots = 8;
-  thread_local entry cache[slots] = {};
-  thread_local unsigned next = 0;
-  const auto* k = reinterpret_cast<const void*>(kernel);
-  for (const entry& e : cache)
-    if (e.kernel == k && e.device == device) return e.function;
-  // The function belongs to the current context: make sure it is the device's, whatever user code
-  // did with cudaSetDevice behind the runtime's per-thread cache (get_cuda_device re-reads it).
-  if (rt::get_cuda_device() != device) rt::set_device(device);
-  cudaFunction_t f = nullptr;
-  rt::check_cuda(cudaGetFuncBySymbol(&f, k), "cudaGetFuncBySymbol", device);
-  cache[next++ % slots] = {k, device, f};
-  return f;
-}
-
 // `stream`: another of the device's streams (a cudaStream_t; null: the device's main stream).
 // `direct`: never as a kept graph. For the kernels that copy across ranks, which wait for or
 // signal other processes' kernels running at the same time: launched as graphs, a 16384^2 float
@@ -94,7 +70,7 @@ void launch(void (*kernel)(Task), dim3 grid, unsigned block, const Task& t, int 
        rt::graph_launch(reinterpret_cast<const void*>(kernel), g, b, 0, args, &t, sizeof(Task), on, device, shard,
                         name)) ||
       (rt::driver_launch_enabled() &&
-       rt::driver_launch(function_of(kernel, device), g, b, 0, args, on, device, shard, name));
+       rt::driver_launch(reinterpret_cast<const void*>(kernel), g, b, 0, args, on, device, shard, name));
   if (!by_driver) kernel<<<grid, block, 0, static_cast<cudaStream_t>(on)>>>(t);
   rt::check_launch(device, shard, name, by_driver);
 }

@@ -615,12 +615,44 @@ bool driver_launch_enabled() {
 #endif
 }
 
-bool driver_launch(void* function, const unsigned (&grid)[3], const unsigned (&block)[3], std::size_t shared_bytes,
+#if TESSERA_HAS_CUDA
+namespace {
+// The kernel's function on `device` for the driver's launch: cudaGetFuncBySymbol once per kernel,
+// device and thread, then found again among the thread's (64 sets of two: a loop launches a
+// handful of kernels, and with kept graphs only their first launches come here).
+cudaFunction_t function_of(const void* kernel, int device) {
+  struct entry {
+    const void* kernel = nullptr;
+    int device = -1;
+    cudaFunction_t function = nullptr;
+  };
+  constexpr std::size_t sets = 64;
+  thread_local entry cache[sets][2];
+  thread_local unsigned char newer[sets] = {};
+  const std::size_t at =
+      ((reinterpret_cast<std::uintptr_t>(kernel) * 0x9e3779b97f4a7c15ull) >> 58 ^ static_cast<std::size_t>(device)) % sets;
+  for (int w = 0; w < 2; ++w) {
+    if (cache[at][w].kernel == kernel && cache[at][w].device == device) return cache[at][w].function;
+  }
+  // The function belongs to the current context: make sure it is the device's, whatever user code
+  // did with cudaSetDevice behind the runtime's per-thread cache (get_cuda_device re-reads it).
+  if (get_cuda_device() != device) set_device(device);
+  cudaFunction_t f = nullptr;
+  check_cuda(cudaGetFuncBySymbol(&f, kernel), "cudaGetFuncBySymbol", device);
+  const int w = newer[at] ^ 1;  // the older of the two
+  cache[at][w] = {kernel, device, f};
+  newer[at] = static_cast<unsigned char>(w);
+  return f;
+}
+}  // namespace
+#endif
+
+bool driver_launch(const void* kernel, const unsigned (&grid)[3], const unsigned (&block)[3], std::size_t shared_bytes,
                    void** args, void* stream, int device_id, int shard, const char* what) {
 #if TESSERA_HAS_CUDA
   const driver_entries& d = driver();
   if (d.launch == nullptr) return false;
-  const int r = d.launch(function, grid[0], grid[1], grid[2], block[0], block[1], block[2],
+  const int r = d.launch(function_of(kernel, device_id), grid[0], grid[1], grid[2], block[0], block[1], block[2],
                          static_cast<unsigned>(shared_bytes), stream, args, nullptr);
   if (r != 0) {
     const char* text = nullptr;
@@ -633,7 +665,7 @@ bool driver_launch(void* function, const unsigned (&grid)[3], const unsigned (&b
   }
   return true;
 #else
-  (void)function, (void)grid, (void)block, (void)shared_bytes, (void)args, (void)stream, (void)device_id, (void)shard,
+  (void)kernel, (void)grid, (void)block, (void)shared_bytes, (void)args, (void)stream, (void)device_id, (void)shard,
       (void)what;
   return false;
 #endif

@@ -232,15 +232,16 @@ void synchronize_device(int device_id);
 // the launch went through driver_launch, which reported its own error (and any sticky one), so
 // the runtime's last-error slot is not read (one CUDA call less per launch).
 void check_launch(int device_id, int shard, const char* what, bool by_driver = false);
-// Launches `function` (a cudaFunction_t of the device, current on this thread) with the driver's
-// cuLaunchKernel, found once through cudaGetDriverEntryPointByVersion (no link against libcuda):
+// Launches `kernel` (a __global__ function's host symbol; the device `device_id` current on this
+// thread) with the driver's cuLaunchKernel, found once through cudaGetDriverEntryPointByVersion (no
+// link against libcuda; the kernel's cudaFunction_t looked up once per device and thread):
 // 0.3-0.5 us less host time per launch than <<<>>> or cudaLaunchKernel on H200s, where a launch
 // costs 3.5-4.5 us (docs/performance.md). Returns false, queuing nothing, where the entry point is
 // unavailable or TESSERA_RUNTIME_LAUNCH=1 (the caller launches through the runtime); throws
 // backend_error naming `what`, the device and the shard when the launch fails.
 // Whether driver_launch will launch (the entry point was found and TESSERA_RUNTIME_LAUNCH is not 1).
 bool driver_launch_enabled();
-bool driver_launch(void* function, const unsigned (&grid)[3], const unsigned (&block)[3], std::size_t shared_bytes,
+bool driver_launch(const void* kernel, const unsigned (&grid)[3], const unsigned (&block)[3], std::size_t shared_bytes,
                    void** args, void* stream, int device_id, int shard, const char* what);
 // Launches `kernel` (its host symbol or a cudaKernel_t; `args` point to each argument, as
 // cudaLaunchKernel's) on `stream` of the current device `device_id` as a one-node CUDA graph kept
