@@ -216,14 +216,14 @@ TEST_CASE("Jacobi sweeps in a loop (the run-time compiled stencils)") {
   // u -> v -> u over a square grid, columns split with halo(1): on GPUs the sweeps are the run-time
   // compiled stencil kernels, whose graphs alternate between two sets of parameter words.
   for (const auto& ds : device_sets()) {
-    for (index_t n : {index_t(9), index_t(64), index_t(127), index_t(257)}) {
+    for (index_t n : {index_t(9), index_t(64), index_t(127), index_t(257), index_t(2049)}) {
       INFO(set_name(ds) << ", n = " << n);
       const auto uv = random_values<float>(static_cast<std::size_t>(n * n));
       auto u = from_host(uv, {n, n}, shard(1, halo(1), ds));
       auto v = zeros<float>({n, n}, shard(1, halo(1), ds));
       update_halo(u);
       const auto I = range(1, n - 1), lo = range(0, n - 2), hi = range(2, n);
-      constexpr int sweeps = 8;
+      constexpr int sweeps = 16;
       const std::uint64_t before = detail::rt::graph_launches(), sets_before = detail::rt::graph_parameter_sets();
       for (int k = 0; k < sweeps / 2; ++k) {
         v(I, I) = 0.25f * (u(lo, I) + u(hi, I) + u(I, lo) + u(I, hi));
@@ -231,12 +231,13 @@ TEST_CASE("Jacobi sweeps in a loop (the run-time compiled stencils)") {
         u(I, I) = 0.25f * (v(lo, I) + v(hi, I) + v(I, lo) + v(I, hi));
         update_halo(u);
       }
-      // On one GPU a sweep is one kernel (and its edges'): the shape's first launch and the first
-      // with the other array's parameters go directly, then each of the two sets has its graph,
-      // launched without setting parameters.
+      // On one GPU a sweep is one kernel (and its edges'): its first launch goes directly, the
+      // second makes its graph, the third sets the other array's parameters, the fourth (the
+      // first set again) goes directly and makes the second graph; from then on each set of
+      // parameters has its graph, launched without setting them.
       if (ds.size() == 1 && graphs_expected()) {
         CHECK(detail::rt::graph_launches() - before >= sweeps - 2);
-        CHECK(detail::rt::graph_parameter_sets() == sets_before);
+        CHECK(detail::rt::graph_parameter_sets() - sets_before <= 2);
       } else if (!graphs_expected()) {
         CHECK(detail::rt::graph_launches() == before);
       }

@@ -11,8 +11,8 @@
 // A graph is kept per device for each kernel, stream and launch shape, made on the shape's second
 // launch (a shape launched once, as a test's sizes are, costs no instantiation), and its
 // parameters are set only when they differ from the last launch's: a loop over the same arrays
-// launches its graphs unchanged. A shape whose parameters change gets a second graph, so that a
-// loop alternating between two arrays (u -> v, then v -> u) sets none either. Launches of one executable graph run in order whatever streams
+// launches its graphs unchanged. A shape whose parameters alternate between two sets gets a second
+// graph, so that a loop between two arrays (u -> v, then v -> u) sets none either. Launches of one executable graph run in order whatever streams
 // they go to, so a graph is never shared between streams. Not while capturing (capture.cpp):
 // the capture records plain launches. The library's kernels (backend/cuda/launch.cuh) pass their
 // task's bytes for the comparison, the user kernels compiled by NVRTC (backend/rtc/run.cpp) their
@@ -96,9 +96,11 @@ bool graph_launch(const void* kernel, const unsigned (&grid)[3], const unsigned 
       }
     }
   }
-  // The shape's one graph holds other parameters: a second graph, made on the next launch that
-  // finds no graph with its bytes.
-  const bool second = at == none && of_shape == 1 && bytes != nullptr && kept[oldest].exec != nullptr;
+  // The shape's one graph holds other parameters, and held these before them (a loop alternating
+  // between two sets): a second graph, made on the next launch that finds no graph with its
+  // bytes. Parameters that never come back (new arrays every step) keep one graph per shape.
+  const bool second = at == none && of_shape == 1 && bytes != nullptr && kept[oldest].exec != nullptr &&
+                      kept[oldest].before.size() == size && std::memcmp(kept[oldest].before.data(), bytes, size) == 0;
   if (at == none) at = unmade != none ? unmade : oldest;
   if (at == none || second) {
     // First launch of this shape (or of its second set of parameters): remembered only; the
@@ -157,6 +159,7 @@ bool graph_launch(const void* kernel, const unsigned (&grid)[3], const unsigned 
     }
   }
   if (!same) {
+    k.before.swap(k.params);
     if (bytes != nullptr) k.params.assign(static_cast<const unsigned char*>(bytes),
                                           static_cast<const unsigned char*>(bytes) + size);
     else k.params.clear();

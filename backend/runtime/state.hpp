@@ -62,6 +62,7 @@ struct gpu_state {
     cudaGraphNode_t node = nullptr;
     cudaGraphExec_t exec = nullptr;
     std::vector<unsigned char> params;  // the parameter bytes the graph's kernel node holds now
+    std::vector<unsigned char> before;  // and those it held before them
     bool unusable = false;       // the graph could not be made: launched directly
     std::uint64_t launches = 0;  // as a graph
   };
