@@ -106,6 +106,21 @@ double median(std::vector<double> v) {
   return v[v.size() / 2];
 }
 
+// Medians over `reps` rounds of `iters` bodies launched plainly, then replayed from a capture.
+struct medians {
+  double plain_host, plain_wall, captured_host, captured_wall;
+};
+template <class Plain, class Replay>
+medians plain_and_captured(int reps, int iters, int body_ops, Plain&& plain, Replay&& replay) {
+  std::vector<double> ph, pw, ch, cw;
+  for (int r = 0; r < reps; ++r) {
+    const timing a = per_op(iters, body_ops, plain);
+    const timing b = per_op(iters, body_ops, replay);
+    ph.push_back(a.host_us), pw.push_back(a.wall_us), ch.push_back(b.host_us), cw.push_back(b.wall_us);
+  }
+  return {median(ph), median(pw), median(ch), median(cw)};
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -136,28 +151,23 @@ int main(int argc, char** argv) {
       Array<float, 1> u = make(0.1f), v = make(0.2f), w = make(0.f), k = make(1.f);
       Array<float, 1> u2 = u, v2 = v, w2 = w;
       auto g = capture([&] { body(u2, v2, w2, k); });
-      std::vector<double> ph, pw, ch, cw;
-      for (int r = 0; r < o.reps; ++r) {
-        const timing a = per_op(o.iters, ops, [&] { body(u, v, w, k); });
-        const timing b = per_op(o.iters, ops, [&] { g.replay(); });
-        ph.push_back(a.host_us), pw.push_back(a.wall_us), ch.push_back(b.host_us), cw.push_back(b.wall_us);
-      }
+      const medians m = plain_and_captured(o.reps, o.iters, ops, [&] { body(u, v, w, k); }, [&] { g.replay(); });
       const bool same = to_host(u) == to_host(u2) && to_host(v) == to_host(v2) && to_host(w) == to_host(w2);
       if (!same) ++errors;
       const double shards = double(ds.size());
       const double bare = run.bare_launch_us(ds, o.iters * ops);
-      std::printf("  %-12s %-10s %14.3f %14.3f %16.3f %14s\n", label.c_str(), "plain", median(ph), median(pw),
-                  median(ph) / shards, "");
+      std::printf("  %-12s %-10s %14.3f %14.3f %16.3f %14s\n", label.c_str(), "plain", m.plain_host, m.plain_wall,
+                  m.plain_host / shards, "");
       std::printf("  %-12s %-10s %14s %14s %16.3f %14s\n", label.c_str(), "bare", "", "", bare, "");
-      std::printf("  %-12s %-10s %14.3f %14.3f %16s %14s\n", label.c_str(), "captured", median(ch), median(cw), "",
+      std::printf("  %-12s %-10s %14.3f %14.3f %16s %14s\n", label.c_str(), "captured", m.captured_host, m.captured_wall, "",
                   same ? "same" : "DIFFERENT");
       if (ds.size() == 1) {
-        plain_one = median(ph);
-        capt_one = median(ch);
+        plain_one = m.plain_host;
+        capt_one = m.captured_host;
         bare_one = bare;
       } else {
-        plain_all_shard = median(ph) / shards;
-        capt_all = median(ch);
+        plain_all_shard = m.plain_host / shards;
+        capt_all = m.captured_host;
         bare_all = bare;
       }
     }
@@ -170,23 +180,19 @@ int main(int argc, char** argv) {
     std::optional<double> sweep_one, sweep_one_captured, sweep_one_host;
     for (const DeviceSet& ds : sets) {
       const std::string label = ds.size() == 1 ? p.one_label : p.all_label;
-      Array<float, 2> u = rand<float>({side, side}, shard(1, halo(1), ds)), v = zeros<float>({side, side}, shard(1, halo(1), ds));
+      const Placement cols = shard(1, halo(1), ds);
+      Array<float, 2> u = rand<float>({side, side}, cols), v = zeros<float>({side, side}, cols);
       update_halo(u);
       Array<float, 2> u2 = u, v2 = v;
       auto g = capture([&] { jacobi_body(u2, v2); });
-      std::vector<double> ph, pw, ch, cw;
-      for (int r = 0; r < o.reps; ++r) {
-        const timing a = per_op(o.iters, sweeps, [&] { jacobi_body(u, v); });
-        const timing b = per_op(o.iters, sweeps, [&] { g.replay(); });
-        ph.push_back(a.host_us), pw.push_back(a.wall_us), ch.push_back(b.host_us), cw.push_back(b.wall_us);
-      }
+      const medians m = plain_and_captured(o.reps, o.iters, sweeps, [&] { jacobi_body(u, v); }, [&] { g.replay(); });
       const bool same = to_host(u) == to_host(u2) && to_host(v) == to_host(v2);
       if (!same) ++errors;
-      std::printf("  %-12s %-10s %14.3f %14.3f %16.3f %14s\n", label.c_str(), "plain", median(ph), median(pw),
-                  median(ph) / double(ds.size()), "");
-      std::printf("  %-12s %-10s %14.3f %14.3f %16s %14s\n", label.c_str(), "captured", median(ch), median(cw), "",
+      std::printf("  %-12s %-10s %14.3f %14.3f %16.3f %14s\n", label.c_str(), "plain", m.plain_host, m.plain_wall,
+                  m.plain_host / double(ds.size()), "");
+      std::printf("  %-12s %-10s %14.3f %14.3f %16s %14s\n", label.c_str(), "captured", m.captured_host, m.captured_wall, "",
                   same ? "same" : "DIFFERENT");
-      if (ds.size() == 1) sweep_one = median(pw), sweep_one_captured = median(cw), sweep_one_host = median(ph);
+      if (ds.size() == 1) sweep_one = m.plain_wall, sweep_one_captured = m.captured_wall, sweep_one_host = m.plain_host;
     }
 
     std::vector<tb::summary_row> rows;

@@ -363,7 +363,7 @@ bool run_stencil(const stencil_call& c, int device, int shard) {
   stencil_grid(c, r.d, grid);
   const unsigned block[3] = {static_cast<unsigned>(r.d.threads()), 1, 1};
   // As kept graphs (rtc::launch), compared by the parameter words: a time-stepping loop between
-  // two arrays sets each graph's parameters every sweep, over one array not at all.
+  // two arrays gets one graph for each direction (rt::graph_launch), so no sweep sets parameters.
   const std::size_t bytes = words.size() * sizeof(std::uint64_t);
   launch(kernel, device, shard, grid, block, 0, args, "tessera_stencil", words.data(), bytes);
   // The elements outside whole chunks, where the march leaves them: after it, on the same stream

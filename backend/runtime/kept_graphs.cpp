@@ -12,9 +12,9 @@
 // launch (a shape launched once, as a test's sizes are, costs no instantiation), and its
 // parameters are set only when they differ from the last launch's: a loop over the same arrays
 // launches its graphs unchanged. A shape whose parameters alternate between two sets gets a second
-// graph, so that a loop between two arrays (u -> v, then v -> u) sets none either. Launches of one executable graph run in order whatever streams
-// they go to, so a graph is never shared between streams. Not while capturing (capture.cpp):
-// the capture records plain launches. The library's kernels (backend/cuda/launch.cuh) pass their
+// graph, so that a loop between two arrays (u -> v, then v -> u) sets none either. Launches of one
+// executable graph run in order whatever streams they go to, so a graph is never shared between
+// streams. Not while capturing (capture.cpp): the capture records plain launches. The library's kernels (backend/cuda/launch.cuh) pass their
 // task's bytes for the comparison, the user kernels compiled by NVRTC (backend/rtc/run.cpp) their
 // argument pack's; a launch whose bytes are not known (a ReductionKernel's two kernels) has its
 // parameters set every time. TESSERA_GRAPH_LAUNCH=0 turns it off.
@@ -30,8 +30,9 @@ namespace tessera::detail::rt {
 
 #if TESSERA_HAS_CUDA
 namespace {
-// Shapes kept per device: a time-stepping loop launches a few dozen at most; past this the least
-// recently launched shape's graph is destroyed (a launch still running completes first).
+// Graphs kept per device (one or two per shape): a time-stepping loop launches a few dozen shapes
+// at most; past this the least recently launched graph is destroyed (a launch still running
+// completes first).
 constexpr std::size_t max_kept = 64;
 // A program that cycles through more shapes than are kept, some launched twice in a row, would
 // make a graph for such a shape every cycle and give it up before its next use: a graph given up
