@@ -99,9 +99,11 @@ bool graph_launch(const void* kernel, const unsigned (&grid)[3], const unsigned 
   }
   // The shape's one graph holds other parameters, and held these before them (a loop alternating
   // between two sets): a second graph, made on the next launch that finds no graph with its
-  // bytes. Parameters that never come back (new arrays every step) keep one graph per shape.
+  // bytes. Parameters that never come back (new arrays every step) keep one graph per shape, and
+  // so does every shape of a device that makes no new graphs.
   const bool second = at == none && of_shape == 1 && bytes != nullptr && kept[oldest].exec != nullptr &&
-                      kept[oldest].before.size() == size && std::memcmp(kept[oldest].before.data(), bytes, size) == 0;
+                      g.wasted_graphs < max_wasted && kept[oldest].before.size() == size &&
+                      std::memcmp(kept[oldest].before.data(), bytes, size) == 0;
   if (at == none) at = unmade != none ? unmade : oldest;
   if (at == none || second) {
     // First launch of this shape (or of its second set of parameters): remembered only; the
