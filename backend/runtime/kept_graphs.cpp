@@ -14,10 +14,10 @@
 // launches its graphs unchanged. A shape whose parameters alternate between two sets gets a second
 // graph, so that a loop between two arrays (u -> v, then v -> u) sets none either. Launches of one
 // executable graph run in order whatever streams they go to, so a graph is never shared between
-// streams. Not while capturing (capture.cpp): the capture records plain launches. The library's kernels (backend/cuda/launch.cuh) pass their
-// task's bytes for the comparison, the user kernels compiled by NVRTC (backend/rtc/run.cpp) their
-// argument pack's; a launch whose bytes are not known (a ReductionKernel's two kernels) has its
-// parameters set every time. TESSERA_GRAPH_LAUNCH=0 turns it off.
+// streams. Not while capturing (capture.cpp): the capture records plain launches. The library's
+// kernels (backend/cuda/launch.cuh) pass their task's bytes for the comparison, the user kernels
+// and stencils compiled by NVRTC (backend/rtc) their arguments'; a launch whose bytes are not
+// known (a ReductionKernel's two kernels) has its parameters set every time. TESSERA_GRAPH_LAUNCH=0 turns it off.
 #include <backend/runtime/state.hpp>
 
 #include <atomic>
@@ -25,6 +25,7 @@
 #include <cstdlib>
 #include <cstring>
 #include <string>
+#include <vector>
 
 namespace tessera::detail::rt {
 
@@ -49,6 +50,11 @@ bool enabled_by_env() {
     return v == nullptr || *v == '\0' || std::atoi(v) != 0;
   }();
   return on;
+}
+
+// Whether `held` are the `size` bytes at `bytes` (unknown bytes, null, never are).
+bool holds(const std::vector<unsigned char>& held, const void* bytes, std::size_t size) {
+  return bytes != nullptr && held.size() == size && std::memcmp(held.data(), bytes, size) == 0;
 }
 
 void destroy(gpu_state::kept_graph& k) noexcept {
@@ -83,6 +89,7 @@ bool graph_launch(const void* kernel, const unsigned (&grid)[3], const unsigned 
   const std::size_t none = kept.size();
   std::size_t at = none, unmade = none, oldest = none;
   int of_shape = 0;
+  bool same = false;  // `at` holds these bytes: launched without setting them
   for (std::size_t i = kept.size(); i-- > 0;) {
     const gpu_state::kept_graph& k = kept[i];
     if (k.kernel == kernel && k.stream == stream && k.shared_bytes == shared_bytes &&
@@ -90,9 +97,9 @@ bool graph_launch(const void* kernel, const unsigned (&grid)[3], const unsigned 
       ++of_shape;
       oldest = i;
       if (k.exec == nullptr && unmade == none) unmade = i;
-      if (bytes != nullptr && k.exec != nullptr && k.params.size() == size &&
-          std::memcmp(k.params.data(), bytes, size) == 0) {
+      if (k.exec != nullptr && holds(k.params, bytes, size)) {
         at = i;
+        same = true;
         break;
       }
     }
@@ -101,9 +108,8 @@ bool graph_launch(const void* kernel, const unsigned (&grid)[3], const unsigned 
   // between two sets): a second graph, made on the next launch that finds no graph with its
   // bytes. Parameters that never come back (new arrays every step) keep one graph per shape, and
   // so does every shape of a device that makes no new graphs.
-  const bool second = at == none && of_shape == 1 && bytes != nullptr && kept[oldest].exec != nullptr &&
-                      g.wasted_graphs < max_wasted && kept[oldest].before.size() == size &&
-                      std::memcmp(kept[oldest].before.data(), bytes, size) == 0;
+  const bool second = at == none && of_shape == 1 && kept[oldest].exec != nullptr &&
+                      g.wasted_graphs < max_wasted && holds(kept[oldest].before, bytes, size);
   if (at == none) at = unmade != none ? unmade : oldest;
   if (at == none || second) {
     // First launch of this shape (or of its second set of parameters): remembered only; the
@@ -136,9 +142,6 @@ bool graph_launch(const void* kernel, const unsigned (&grid)[3], const unsigned 
   p.blockDim = dim3(block[0], block[1], block[2]);
   p.sharedMemBytes = static_cast<unsigned>(shared_bytes);
   p.kernelParams = args;
-  // Unknown bytes never compare equal: k.params stays empty for such a kernel.
-  const bool same = bytes != nullptr && k.exec != nullptr && k.params.size() == size &&
-                    std::memcmp(k.params.data(), bytes, size) == 0;
   if (k.exec == nullptr) {
     if (g.wasted_graphs >= max_wasted) return false;
     // The node belongs to the current device's context: the caller set `device_id` current.
